@@ -1,0 +1,484 @@
+//! Streaming dataset reader for JSONL and JSON-array files.
+//!
+//! Datasets run to 10^7 examples, so nothing here holds more than one record in memory. A JSON
+//! array is split into elements lexically (string-aware bracket depth) before any element is
+//! parsed, so one malformed element is reported with its index and the rest still load — the same
+//! promise JSONL gets per line (DESIGN §9: a bad record is skipped, never fatal).
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The largest record read into memory; a longer line or element is skipped with its position.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+
+/// Where a record sits in its file: JSONL lines are 1-based, array positions 0-based (DESIGN §9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Position {
+    Line(u64),
+    Index(u64),
+}
+
+impl Position {
+    /// The JSONL line number, if this record came from a JSONL file.
+    pub fn line(self) -> Option<u64> {
+        match self {
+            Position::Line(n) => Some(n),
+            Position::Index(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Position::Line(n) => write!(f, "line {n}"),
+            Position::Index(n) => write!(f, "index {n}"),
+        }
+    }
+}
+
+/// One record of the dataset: its ordinal among all records (blank and comment lines excluded),
+/// its position in the file, and the parsed JSON or the reason it could not be parsed.
+#[derive(Debug)]
+pub struct RawRecord {
+    pub ordinal: u64,
+    pub position: Position,
+    pub value: Result<Value, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error("cannot open dataset '{path}': {source}")]
+    Open { path: PathBuf, source: io::Error },
+    #[error("cannot read dataset '{path}' at {position}: {source}")]
+    Read {
+        path: PathBuf,
+        position: Position,
+        source: io::Error,
+    },
+    #[error("dataset '{path}' is a JSON array that ends early: element {index} is not closed")]
+    Truncated { path: PathBuf, index: u64 },
+    #[error("dataset '{path}' has text after the closing ']' of its array")]
+    TrailingData { path: PathBuf },
+}
+
+/// The format is decided by the first non-whitespace byte: `[` is a JSON array, anything else
+/// JSONL (a JSONL file can start with a `#` comment or a `{`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    JsonLines,
+    JsonArray,
+}
+
+/// A streaming iterator over a dataset's records.
+pub struct DatasetReader {
+    path: PathBuf,
+    input: BufReader<Box<dyn Read + Send>>,
+    format: Format,
+    max_record: usize,
+    line: u64,
+    ordinal: u64,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+impl DatasetReader {
+    /// Opens `path` and detects its format.
+    pub fn open(path: &Path) -> Result<Self, DatasetError> {
+        let file = File::open(path).map_err(|source| DatasetError::Open {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_reader(path, Box::new(file), DEFAULT_MAX_RECORD_BYTES)
+    }
+
+    /// Reads from any byte source; `path` is only used in messages.
+    pub fn from_reader(
+        path: &Path,
+        input: Box<dyn Read + Send>,
+        max_record: usize,
+    ) -> Result<Self, DatasetError> {
+        let mut input = BufReader::with_capacity(256 * 1024, input);
+        let first = first_significant_byte(&mut input).map_err(|source| DatasetError::Read {
+            path: path.to_owned(),
+            position: Position::Line(1),
+            source,
+        })?;
+        let format = if first == Some(b'[') {
+            input.consume(1);
+            Format::JsonArray
+        } else {
+            Format::JsonLines
+        };
+        Ok(Self {
+            path: path.to_owned(),
+            input,
+            format,
+            max_record,
+            line: 0,
+            ordinal: 0,
+            buf: Vec::new(),
+            done: false,
+        })
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    fn next_line(&mut self) -> Option<Result<RawRecord, DatasetError>> {
+        loop {
+            self.line += 1;
+            let position = Position::Line(self.line);
+            let (read, overflow) = match read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| {
+                (b == b'\n').then_some(Delim::Stop)
+            }) {
+                Ok(r) => r,
+                Err(source) => return Some(Err(self.read_error(position, source))),
+            };
+            if read == 0 {
+                self.done = true;
+                return None;
+            }
+            if overflow {
+                return Some(Ok(self.record(position, Err(too_large(self.max_record)))));
+            }
+            let text = self.buf.trim_ascii();
+            if text.is_empty() || text.starts_with(b"#") || is_unicode_blank(text) {
+                continue;
+            }
+            let value = parse_json(text);
+            return Some(Ok(self.record(position, value)));
+        }
+    }
+
+    fn next_element(&mut self) -> Option<Result<RawRecord, DatasetError>> {
+        let index = self.ordinal;
+        let position = Position::Index(index);
+        let mut scan = ElementScan::default();
+        let result = read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| scan.step(b));
+        let (_, overflow) = match result {
+            Ok(r) => r,
+            Err(source) => return Some(Err(self.read_error(position, source))),
+        };
+        let empty = self.buf.trim_ascii().is_empty();
+        match scan.end {
+            Some(End::Close) => {
+                self.done = true;
+                if let Err(e) = self.expect_eof() {
+                    return Some(Err(e));
+                }
+                if empty {
+                    // `[]`, or the `]` after the last element.
+                    return None;
+                }
+            }
+            Some(End::Comma) => {}
+            None => {
+                self.done = true;
+                return Some(Err(DatasetError::Truncated { path: self.path.clone(), index }));
+            }
+        }
+        if overflow {
+            return Some(Ok(self.record(position, Err(too_large(self.max_record)))));
+        }
+        let value = if empty {
+            Err("empty array element".to_owned())
+        } else {
+            parse_json(self.buf.trim_ascii())
+        };
+        Some(Ok(self.record(position, value)))
+    }
+
+    fn expect_eof(&mut self) -> Result<(), DatasetError> {
+        match first_significant_byte(&mut self.input) {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => Err(DatasetError::TrailingData { path: self.path.clone() }),
+            Err(source) => Err(self.read_error(Position::Index(self.ordinal), source)),
+        }
+    }
+
+    fn record(&mut self, position: Position, value: Result<Value, String>) -> RawRecord {
+        let ordinal = self.ordinal;
+        self.ordinal += 1;
+        RawRecord { ordinal, position, value }
+    }
+
+    fn read_error(&mut self, position: Position, source: io::Error) -> DatasetError {
+        self.done = true;
+        DatasetError::Read { path: self.path.clone(), position, source }
+    }
+}
+
+impl Iterator for DatasetReader {
+    type Item = Result<RawRecord, DatasetError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.format {
+            Format::JsonLines => self.next_line(),
+            Format::JsonArray => self.next_element(),
+        }
+    }
+}
+
+fn too_large(max: usize) -> String {
+    format!("record is larger than {} MiB", max / (1024 * 1024))
+}
+
+/// Parses one record, turning serde's message into one that names the column, not serde's
+/// internal "line 1" (the caller knows the real line or index).
+fn parse_json(text: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(text).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_owned();
+        match std::str::from_utf8(text) {
+            Err(_) if msg.contains("unicode") || msg.contains("UTF-8") || msg.contains("utf-8") => {
+                format!("invalid UTF-8: {msg}")
+            }
+            Err(_) => "invalid UTF-8 in record".to_owned(),
+            Ok(_) => format!("invalid JSON: {msg} at column {}", e.column()),
+        }
+    })
+}
+
+/// A line of Unicode whitespace only (e.g. a no-break space) is blank too (DESIGN §9).
+fn is_unicode_blank(b: &[u8]) -> bool {
+    std::str::from_utf8(b).is_ok_and(|s| s.trim().is_empty())
+}
+
+fn first_significant_byte(input: &mut impl BufRead) -> io::Result<Option<u8>> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            Some(i) => {
+                let b = buf[i];
+                input.consume(i);
+                return Ok(Some(b));
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+            }
+        }
+    }
+}
+
+enum Delim {
+    /// The byte ends the record and is consumed but not kept.
+    Stop,
+}
+
+/// Reads bytes into `buf` until `delim` says stop or the input ends, keeping at most `max`
+/// bytes (the rest of an oversized record is consumed and dropped). Returns the bytes consumed
+/// and whether the record overflowed.
+fn read_bounded(
+    input: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+    mut delim: impl FnMut(u8) -> Option<Delim>,
+) -> io::Result<(usize, bool)> {
+    buf.clear();
+    let mut consumed = 0;
+    let mut overflow = false;
+    loop {
+        let chunk = input.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok((consumed, overflow));
+        }
+        let mut stop_at = None;
+        for (i, &b) in chunk.iter().enumerate() {
+            if delim(b).is_some() {
+                stop_at = Some(i);
+                break;
+            }
+            if !overflow {
+                if buf.len() < max {
+                    buf.push(b);
+                } else {
+                    overflow = true;
+                    buf.clear();
+                }
+            }
+        }
+        let used = stop_at.map_or(chunk.len(), |i| i + 1);
+        input.consume(used);
+        consumed += used;
+        if stop_at.is_some() {
+            return Ok((consumed, overflow));
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum End {
+    Comma,
+    Close,
+}
+
+/// Finds the end of one array element: the `,` or `]` at depth zero outside any string.
+#[derive(Default)]
+struct ElementScan {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    end: Option<End>,
+}
+
+impl ElementScan {
+    fn step(&mut self, b: u8) -> Option<Delim> {
+        if self.in_string {
+            match (self.escaped, b) {
+                (true, _) => self.escaped = false,
+                (false, b'\\') => self.escaped = true,
+                (false, b'"') => self.in_string = false,
+                _ => {}
+            }
+            return None;
+        }
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => self.depth += 1,
+            b'}' | b']' if self.depth > 0 => self.depth -= 1,
+            b',' if self.depth == 0 => {
+                self.end = Some(End::Comma);
+                return Some(Delim::Stop);
+            }
+            b']' => {
+                self.end = Some(End::Close);
+                return Some(Delim::Stop);
+            }
+            _ => {}
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8]) -> Vec<Result<RawRecord, DatasetError>> {
+        read_max(text, DEFAULT_MAX_RECORD_BYTES)
+    }
+
+    fn read_max(text: &[u8], max: usize) -> Vec<Result<RawRecord, DatasetError>> {
+        let owned = text.to_vec();
+        DatasetReader::from_reader(Path::new("d"), Box::new(io::Cursor::new(owned)), max)
+            .unwrap()
+            .collect()
+    }
+
+    fn ok(r: &Result<RawRecord, DatasetError>) -> &RawRecord {
+        r.as_ref().unwrap()
+    }
+
+    #[test]
+    fn jsonl_skips_blank_and_comment_lines_and_numbers_lines_from_one() {
+        let recs = read(b"# header\n\n{\"a\":1}\r\n   \n  # indented\n{\"a\":2}");
+        assert_eq!(recs.len(), 2);
+        assert_eq!(ok(&recs[0]).position, Position::Line(3));
+        assert_eq!(ok(&recs[0]).ordinal, 0);
+        assert_eq!(ok(&recs[1]).position, Position::Line(6));
+        assert_eq!(ok(&recs[1]).value.as_ref().unwrap()["a"], 2);
+    }
+
+    #[test]
+    fn jsonl_bad_line_is_reported_and_reading_goes_on() {
+        let recs = read(b"{\"a\":1}\n{\"a\":\n{\"a\":3}\n");
+        assert_eq!(recs.len(), 3);
+        let bad = ok(&recs[1]);
+        assert_eq!(bad.position, Position::Line(2));
+        assert!(bad.value.as_ref().unwrap_err().starts_with("invalid JSON"), "{:?}", bad.value);
+        assert!(ok(&recs[2]).value.is_ok());
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_clear_per_line_error() {
+        let recs = read(b"{\"a\":\"\xff\xfe\"}\n{\"a\":1}\n");
+        let err = ok(&recs[0]).value.as_ref().unwrap_err();
+        assert!(err.contains("UTF-8"), "{err}");
+        assert!(ok(&recs[1]).value.is_ok());
+    }
+
+    #[test]
+    fn unicode_whitespace_line_is_blank() {
+        let recs = read("\u{a0}\u{2003}\n{\"a\":1}\n".as_bytes());
+        assert_eq!(recs.len(), 1);
+        assert_eq!(ok(&recs[0]).position, Position::Line(2));
+    }
+
+    #[test]
+    fn empty_file_has_no_records() {
+        assert!(read(b"").is_empty());
+        assert!(read(b"  \n\n").is_empty());
+        assert!(read(b"[]").is_empty());
+        assert!(read(b" [ \n ] \n").is_empty());
+    }
+
+    #[test]
+    fn array_elements_are_indexed_from_zero_and_one_bad_element_is_skipped() {
+        let recs = read(br#"[{"a":"x,]}"}, {"a": }, 7, {"b":[1,{"c":2}]} ]"#);
+        assert_eq!(recs.len(), 4);
+        assert_eq!(ok(&recs[0]).value.as_ref().unwrap()["a"], "x,]}");
+        assert_eq!(ok(&recs[1]).position, Position::Index(1));
+        assert!(ok(&recs[1]).value.is_err());
+        assert_eq!(ok(&recs[2]).value.as_ref().unwrap(), &serde_json::json!(7));
+        assert_eq!(ok(&recs[3]).position, Position::Index(3));
+    }
+
+    #[test]
+    fn escaped_quotes_inside_strings_do_not_end_the_string() {
+        let recs = read(br#"[{"a":"say \"hi\", ]"}]"#);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(ok(&recs[0]).value.as_ref().unwrap()["a"], "say \"hi\", ]");
+    }
+
+    #[test]
+    fn truncated_array_is_an_error_naming_the_element() {
+        let recs = read(br#"[{"a":1}, {"a":2"#);
+        assert!(ok(&recs[0]).value.is_ok());
+        match &recs[1] {
+            Err(DatasetError::Truncated { index, .. }) => assert_eq!(*index, 1),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(recs.len(), 2);
+    }
+
+    #[test]
+    fn trailing_text_after_array_is_an_error() {
+        let recs = read(br#"[{"a":1}] junk"#);
+        assert!(matches!(recs.last(), Some(Err(DatasetError::TrailingData { .. }))));
+    }
+
+    #[test]
+    fn oversized_record_is_skipped_not_loaded() {
+        let big = format!("{{\"a\":\"{}\"}}\n{{\"a\":1}}\n", "x".repeat(100));
+        let recs = read_max(big.as_bytes(), 50);
+        assert!(ok(&recs[0]).value.as_ref().unwrap_err().contains("larger than"));
+        assert!(ok(&recs[1]).value.is_ok());
+    }
+
+    #[test]
+    fn ten_megabyte_field_loads() {
+        let big = format!("{{\"a\":\"{}\"}}\n", "y".repeat(10 * 1024 * 1024));
+        let recs = read(big.as_bytes());
+        assert_eq!(ok(&recs[0]).value.as_ref().unwrap()["a"].as_str().unwrap().len(), 10 << 20);
+    }
+
+    #[test]
+    fn missing_file_is_a_clear_error() {
+        let err = DatasetReader::open(Path::new("/nonexistent/data.jsonl")).err().unwrap();
+        assert!(err.to_string().contains("cannot open dataset '/nonexistent/data.jsonl'"));
+    }
+}
