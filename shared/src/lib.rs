@@ -1,5 +1,23 @@
 //! evalfleet's pure core: everything that decides *what* an evaluation computes, with no network
-//! I/O, so the embedded `run` and the fleet produce byte-identical numbers.
+//! I/O, so the embedded `run` and the fleet produce the same numbers.
+//!
+//! Flow: [`dataset`] streams raw records → [`evaluate`] validates them per [`suite`] and turns an
+//! example plus its judge verdicts into a [`record::ResultRecord`] (metrics from [`rag`],
+//! [`loganalysis`] or the judge dimensions of [`support`], tags from [`gate`]) → [`aggregate`]
+//! folds records → [`report`] renders the files.
 
-pub mod text;
+pub mod aggregate;
 pub mod dataset;
+pub mod evaluate;
+pub mod gate;
+pub mod generate;
+pub mod loganalysis;
+pub mod num;
+pub mod rag;
+pub mod record;
+pub mod report;
+pub mod routing;
+pub mod stats;
+pub mod suite;
+pub mod support;
+pub mod text;

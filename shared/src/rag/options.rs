@@ -58,7 +58,10 @@ impl Default for RagOptions {
         RagOptions {
             top_k: 8,
             fuzzy: None,
-            insight_types: DEFAULT_INSIGHT_TYPES.iter().map(|s| s.to_string()).collect(),
+            insight_types: DEFAULT_INSIGHT_TYPES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
             weights: Weights::default(),
         }
     }
@@ -218,7 +221,10 @@ mod tests {
         assert_eq!(o.validate().unwrap_err(), "'top_k' must be at least 1");
         o.top_k = 5;
         o.weights.l5 = 0.5;
-        assert!(o.validate().unwrap_err().starts_with("'weights' must sum to 1"));
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .starts_with("'weights' must sum to 1"));
         o.weights.l5 = 0.45;
         o.weights.l4 = -0.1;
         assert!(o.validate().unwrap_err().starts_with("'weights.l4'"));

@@ -1,0 +1,224 @@
+//! The result record (DESIGN §2.4): one per example, identical in embedded and fleet mode.
+//!
+//! It is the unit everything downstream consumes — the store keeps it, the aggregator folds it,
+//! reports stream it — so it carries everything a report needs and nothing a report must not
+//! show (no API keys, no prompts).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Ok,
+    Failed,
+    Skipped,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Skipped => "skipped",
+        }
+    }
+}
+
+/// The grouping keys an example carries; absent keys are left out of the JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difficulty: Option<String>,
+}
+
+impl Group {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "model" => self.model.as_deref(),
+            "prompt_version" => self.prompt_version.as_deref(),
+            "config" => self.config.as_deref(),
+            "domain" => self.domain.as_deref(),
+            "difficulty" => self.difficulty.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// Who gave a score: a live provider's model, or the offline heuristic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JudgeId {
+    pub provider: String,
+    pub model: String,
+}
+
+impl JudgeId {
+    pub fn heuristic() -> Self {
+        JudgeId { provider: "heuristic".into(), model: "heuristic".into() }
+    }
+}
+
+/// One judge dimension's result. `score` is null when the judge's reply stayed invalid after the
+/// re-ask (`unscored`): a judge failure is never a model failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    #[serde(serialize_with = "crate::num::opt_int_if_whole")]
+    pub score: Option<f64>,
+    pub reasoning: String,
+    pub judge: JudgeId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unscored: Option<String>,
+}
+
+/// Tokens and estimated cost of the judge calls (and of the system, when its trace says).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_usd: f64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_usd += other.cost_usd;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    pub run_id: String,
+    /// The record's ordinal in the dataset (blank and comment lines excluded), 0-based.
+    pub index: u64,
+    /// The JSONL line (1-based) the record came from; absent for JSON arrays.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub id: String,
+    pub suite: String,
+    pub outcome: Outcome,
+    pub group: Group,
+    /// Metric name → value, in the suite's metric order; null = not computed (no judge, or a
+    /// freeform metric with no structured counterpart).
+    pub metrics: Metrics,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method_used: Option<Value>,
+    /// Judge dimension → score, in the suite's dimension order.
+    pub scores: Scores,
+    pub overall_score: Option<f64>,
+    pub passed: bool,
+    pub fail_tags: Vec<String>,
+    pub usage: Usage,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Suite-specific detail that explains the numbers (parse errors, match counts, gold_absent).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub details: Map<String, Value>,
+}
+
+impl ResultRecord {
+    /// A record for an input that never became an example.
+    pub fn skipped(run_id: &str, suite: &str, index: u64, line: Option<u64>, id: String, reason: String) -> Self {
+        ResultRecord {
+            run_id: run_id.to_owned(),
+            index,
+            line,
+            id,
+            suite: suite.to_owned(),
+            outcome: Outcome::Skipped,
+            group: Group::default(),
+            metrics: Metrics::default(),
+            method_used: None,
+            scores: Scores::default(),
+            overall_score: None,
+            passed: false,
+            fail_tags: Vec::new(),
+            usage: Usage::default(),
+            latency_ms: 0.0,
+            attempts: 0,
+            reason: Some(reason),
+            details: Map::new(),
+        }
+    }
+
+    /// A metric or judge score by name, for gates and aggregates.
+    pub fn value(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).or_else(|| self.scores.get(name).and_then(|s| s.score))
+    }
+}
+
+/// An ordered name → value map that serialises as a JSON object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics(pub Vec<(String, Option<f64>)>);
+
+impl Metrics {
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|(n, _)| n == name).and_then(|(_, v)| *v)
+    }
+}
+
+/// An ordered dimension → score map that serialises as a JSON object.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Scores(pub Vec<(String, Score)>);
+
+impl Scores {
+    pub fn get(&self, name: &str) -> Option<&Score> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    }
+}
+
+macro_rules! ordered_map_serde {
+    ($t:ty, $v:ty) => {
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let map = serde_json::Map::<String, Value>::deserialize(d)?;
+                map.into_iter()
+                    .map(|(k, v)| serde_json::from_value::<$v>(v).map(|v| (k, v)))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Self)
+                    .map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+ordered_map_serde!(Metrics, Option<f64>);
+ordered_map_serde!(Scores, Score);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_json_keeping_order() {
+        let mut rec = ResultRecord::skipped("r", "rag-layers", 3, Some(5), "q1".into(), "bad".into());
+        rec.metrics = Metrics(vec![("zeta".into(), Some(0.5)), ("alpha".into(), None)]);
+        rec.scores = Scores(vec![(
+            "tone".into(),
+            Score { score: Some(4.0), reasoning: "ok".into(), judge: JudgeId::heuristic(), unscored: None },
+        )]);
+        let text = serde_json::to_string(&rec).unwrap();
+        assert!(text.contains(r#""metrics":{"zeta":0.5,"alpha":null}"#), "{text}");
+        assert!(text.contains(r#""score":4,"#), "integral scores print as integers: {text}");
+        let back: ResultRecord = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, rec);
+        assert_eq!(back.value("tone"), Some(4.0));
+        assert_eq!(back.value("zeta"), Some(0.5));
+        assert_eq!(back.value("alpha"), None);
+    }
+}

@@ -1,0 +1,142 @@
+//! Report files of a finished run: `report.json`, `summary.md`, `report.html`, `junit.xml`.
+//!
+//! Items are streamed from an [`ItemSource`] in dataset order (the in-process spill file or
+//! Redis), and everything else comes from the run's aggregates, so writing the report of a
+//! 10^6-example run needs memory for one item at a time.
+
+mod html;
+mod json;
+mod junit;
+mod markdown;
+mod recommend;
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::aggregate::{RunAggregator, RunGateCheck};
+use crate::record::ResultRecord;
+use crate::suite::Suite;
+
+pub use json::group_key;
+pub use recommend::recommendations;
+
+/// The file names a report directory holds.
+pub const REPORT_FILES: [&str; 4] = ["report.json", "summary.md", "report.html", "junit.xml"];
+
+/// Streams a run's result records in dataset order.
+pub trait ItemSource {
+    fn for_each_item(&self, f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>) -> Result<(), ReportError>;
+}
+
+/// Records already in memory, in dataset order (tests, small runs).
+impl ItemSource for Vec<ResultRecord> {
+    fn for_each_item(&self, f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>) -> Result<(), ReportError> {
+        self.iter().try_for_each(f)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot write '{path}': {source}")]
+    Write { path: PathBuf, source: io::Error },
+    #[error("cannot read the run's results: {0}")]
+    Source(String),
+}
+
+/// Who ran what, when: the report's `run` block.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    pub id: String,
+    pub suite: String,
+    pub dataset: String,
+    /// `none`, `heuristic` or `live`.
+    pub judge: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_seconds: f64,
+}
+
+/// Everything a report renders.
+pub struct ReportInput<'a> {
+    pub info: &'a RunInfo,
+    pub suite: &'a Suite,
+    pub agg: &'a RunAggregator,
+    pub items: &'a dyn ItemSource,
+}
+
+impl ReportInput<'_> {
+    pub fn gate_checks(&self) -> Vec<RunGateCheck> {
+        self.agg.run_gates(self.suite)
+    }
+
+    /// Whether every run-level gate held.
+    pub fn gates_passed(&self) -> bool {
+        self.gate_checks().iter().all(|c| c.passed)
+    }
+}
+
+/// Writes the four report files into `dir` (created if missing) and returns their paths.
+pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write { path: dir.to_owned(), source })?;
+    let mut paths = Vec::new();
+    for name in REPORT_FILES {
+        let path = dir.join(name);
+        write_file(&path, |w| match name {
+            "report.json" => json::write(w, input),
+            "summary.md" => markdown::write(w, input),
+            "report.html" => html::write(w, input),
+            _ => junit::write(w, input),
+        })?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// Renders one report into a string (for `evalfleet report` and the HTTP API).
+pub fn render(name: &str, input: &ReportInput<'_>) -> Result<String, ReportError> {
+    let mut buf = Vec::new();
+    let path = PathBuf::from(name);
+    let mut w = Sink { inner: &mut buf, path: &path };
+    match name {
+        "report.json" => json::write(&mut w, input)?,
+        "summary.md" => markdown::write(&mut w, input)?,
+        "report.html" => html::write(&mut w, input)?,
+        _ => junit::write(&mut w, input)?,
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn write_file(path: &Path, body: impl FnOnce(&mut Sink<'_>) -> Result<(), ReportError>) -> Result<(), ReportError> {
+    let err = |source| ReportError::Write { path: path.to_owned(), source };
+    let file = File::create(path).map_err(err)?;
+    let mut buf = BufWriter::with_capacity(1 << 20, file);
+    let mut sink = Sink { inner: &mut buf, path };
+    body(&mut sink)?;
+    buf.flush().map_err(err)
+}
+
+/// A writer that turns I/O errors into [`ReportError`]s naming the file.
+pub(crate) struct Sink<'a> {
+    inner: &'a mut dyn Write,
+    path: &'a Path,
+}
+
+impl Sink<'_> {
+    pub(crate) fn put(&mut self, s: &str) -> Result<(), ReportError> {
+        self.inner.write_all(s.as_bytes()).map_err(|source| self.error(source))
+    }
+
+    pub(crate) fn json<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), ReportError> {
+        serde_json::to_writer(&mut *self.inner, v).map_err(|e| self.error(e.into()))
+    }
+
+    pub(crate) fn error(&self, source: io::Error) -> ReportError {
+        ReportError::Write { path: self.path.to_owned(), source }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,168 @@
+//! Suites: how examples are validated, which metrics and judge dimensions run, how results are
+//! grouped and which gates apply.
+//!
+//! The three built-in suites are the YAML files in `config/suites/`, compiled in, so the
+//! defaults users read are the defaults that run. A user suite file `extends` one of them and
+//! overrides what it names: gates merge by tag, everything else replaces the inherited value.
+
+mod file;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::gate::Gate;
+use crate::rag::RagOptions;
+
+pub use file::SuiteFile;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuiteKind {
+    SupportJudge,
+    RagLayers,
+    LogAnalysis,
+}
+
+impl SuiteKind {
+    pub const ALL: [SuiteKind; 3] = [SuiteKind::SupportJudge, SuiteKind::RagLayers, SuiteKind::LogAnalysis];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SuiteKind::SupportJudge => "support-judge",
+            SuiteKind::RagLayers => "rag-layers",
+            SuiteKind::LogAnalysis => "log-analysis",
+        }
+    }
+
+    fn builtin_yaml(self) -> &'static str {
+        match self {
+            SuiteKind::SupportJudge => include_str!("../../../config/suites/support-judge.yaml"),
+            SuiteKind::RagLayers => include_str!("../../../config/suites/rag-layers.yaml"),
+            SuiteKind::LogAnalysis => include_str!("../../../config/suites/log-analysis.yaml"),
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<SuiteKind> {
+        SuiteKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// A judge dimension: what a judge scores, on which integer scale, with which rubric.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dimension {
+    pub name: String,
+    pub min: i64,
+    pub max: i64,
+    /// Reported on [0, 1] (`(score − min) / (max − min)`) instead of the raw rubric scale.
+    #[serde(default)]
+    pub unit: bool,
+    pub rubric: String,
+}
+
+/// A named grouping of results, e.g. `by_model` over `[model]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grouping {
+    pub name: String,
+    pub keys: Vec<String>,
+}
+
+/// Run-level gates: what makes `run` exit with the "gates failed" code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunGates {
+    /// The share of items that must pass every item gate.
+    pub min_pass_rate: f64,
+    /// The share of judge calls that may end unscored.
+    pub max_unscored_rate: f64,
+}
+
+impl Default for RunGates {
+    fn default() -> Self {
+        RunGates { min_pass_rate: 0.0, max_unscored_rate: 1.0 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suite {
+    pub name: String,
+    pub kind: SuiteKind,
+    pub description: String,
+    pub dimensions: Vec<Dimension>,
+    pub gates: Vec<Gate>,
+    pub group_by: Vec<Grouping>,
+    pub run_gates: RunGates,
+    /// rag-layers options (top-k, fuzzy L1, insight types, overall weights); defaults elsewhere.
+    pub rag: RagOptions,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("unknown suite '{name}': use one of support-judge, rag-layers, log-analysis, a file in {dir}, or a path to a suite YAML file")]
+    Unknown { name: String, dir: String },
+    #[error("cannot read suite file '{path}': {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("suite file '{path}': {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Suite {
+    /// A built-in suite with its shipped defaults.
+    pub fn builtin(kind: SuiteKind) -> Suite {
+        let file: SuiteFile = serde_norway::from_str(kind.builtin_yaml())
+            .unwrap_or_else(|e| panic!("built-in suite {} does not parse: {e}", kind.name()));
+        file.into_suite(None, kind.name())
+            .unwrap_or_else(|e| panic!("built-in suite {} is incomplete: {e}", kind.name()))
+    }
+
+    /// Resolves `--suite S`: a path to a YAML file, a file `S.yaml` in `suites_dir`, or a
+    /// built-in name.
+    pub fn resolve(name: &str, suites_dir: Option<&Path>) -> Result<Suite, SuiteError> {
+        let looks_like_path = name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/');
+        if looks_like_path {
+            return Suite::from_file(Path::new(name));
+        }
+        if let Some(dir) = suites_dir {
+            let candidate = dir.join(format!("{name}.yaml"));
+            if candidate.is_file() {
+                return Suite::from_file(&candidate);
+            }
+        }
+        SuiteKind::from_name(name).map(Suite::builtin).ok_or_else(|| SuiteError::Unknown {
+            name: name.to_owned(),
+            dir: suites_dir.map_or("config/suites".to_owned(), |d| d.display().to_string()),
+        })
+    }
+
+    pub fn from_file(path: &Path) -> Result<Suite, SuiteError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Suite::from_yaml(&text, &path.display().to_string())
+    }
+
+    /// Parses a suite file; `origin` names it in errors.
+    pub fn from_yaml(text: &str, origin: &str) -> Result<Suite, SuiteError> {
+        let invalid = |message: String| SuiteError::Invalid { path: origin.to_owned(), message };
+        let file: SuiteFile = serde_norway::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let base = match &file.extends {
+            Some(parent) => Some(
+                SuiteKind::from_name(parent)
+                    .map(Suite::builtin)
+                    .ok_or_else(|| invalid(format!("'extends: {parent}' names no built-in suite")))?,
+            ),
+            None => None,
+        };
+        file.into_suite(base, origin).map_err(invalid)
+    }
+
+    pub fn dimension(&self, name: &str) -> Option<&Dimension> {
+        self.dimensions.iter().find(|d| d.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

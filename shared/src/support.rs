@@ -1,0 +1,232 @@
+//! The `support-judge` suite (seed 004): support-bot answers scored 1–5 on relevance and tone.
+//!
+//! Validation follows the seed's loader to the letter (field order, first problem only, exact
+//! reasons) because users diff our `skipped` list against the one they already have.
+
+use serde_json::{Map, Value};
+
+use crate::routing::ProviderRules;
+use crate::text::words;
+
+/// The required fields, in the order they are checked.
+pub const FIELDS: [&str; 5] = ["id", "ticket", "response", "model", "prompt_version"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SupportExample {
+    pub id: String,
+    pub ticket: String,
+    pub response: String,
+    pub model: String,
+    pub prompt_version: String,
+    /// The response's provider, from the model-prefix rules.
+    pub provider: String,
+    /// Every other field of the record, kept as metadata.
+    pub metadata: Map<String, Value>,
+}
+
+/// Validates one record (DESIGN §2.1, §9): each field in order must be present (a JSON null is
+/// present), a string, and non-empty after trimming; then the model's provider must be known.
+pub fn parse_example(value: &Value, rules: &ProviderRules) -> Result<SupportExample, String> {
+    let Value::Object(obj) = value else {
+        return Err("Item is not an object".to_owned());
+    };
+    let mut fields: [&str; 5] = [""; 5];
+    for (slot, name) in fields.iter_mut().zip(FIELDS) {
+        *slot = required_string(obj, name)?;
+    }
+    let [id, ticket, response, model, prompt_version] = fields;
+    let provider = rules
+        .provider_of(model)
+        .ok_or_else(|| format!("Unknown model provider for: {model}"))?;
+    let metadata = obj
+        .iter()
+        .filter(|(k, _)| !FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    Ok(SupportExample {
+        id: id.to_owned(),
+        ticket: ticket.to_owned(),
+        response: response.to_owned(),
+        model: model.to_owned(),
+        prompt_version: prompt_version.to_owned(),
+        provider: provider.to_owned(),
+        metadata,
+    })
+}
+
+fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
+    match obj.get(name) {
+        None => Err(format!("Missing '{name}' field")),
+        Some(Value::String(s)) if s.trim().is_empty() => Err(format!("'{name}' is empty")),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(format!("'{name}' must be a string")),
+    }
+}
+
+/// Words that carry no topic: left out of the relevance heuristic's keywords.
+const STOPWORDS: &[&str] = &[
+    "about", "after", "again", "also", "been", "before", "being", "cant", "could", "does",
+    "doesn", "from", "have", "into", "just", "keep", "keeps", "like", "more", "need", "only",
+    "over", "should", "some", "still", "than", "that", "their", "them", "then", "there", "these",
+    "they", "this", "what", "when", "where", "which", "while", "will", "with", "would", "your",
+    "getting", "trying", "want", "since", "today", "after", "every", "what's",
+];
+
+/// Markers of an unprofessional register; each one found costs a point of tone (at most three).
+const INFORMAL: &[&str] = &[
+    "lol", "lmao", "omg", "hey!", "gonna", "wanna", "dunno", "you know", "so like", "kinda",
+    "tbh", "idk", "no worries!", "haha", "btw",
+];
+
+/// Keyword stems: a word's first five letters, so `connect` and `connection` meet.
+fn stems(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = words(text)
+        .into_iter()
+        .filter(|w| w.chars().count() >= 4 && !STOPWORDS.contains(&w.as_str()))
+        .map(|w| w.chars().take(5).collect())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Offline relevance, 1–5: the share of the ticket's keyword stems that the response uses,
+/// full marks from 75 % coverage. A deterministic stand-in for a judge, labelled as such.
+pub fn heuristic_relevance(ticket: &str, response: &str) -> (u8, String) {
+    let wanted = stems(ticket);
+    let have = stems(response);
+    if wanted.is_empty() {
+        return (3, "heuristic: the ticket has no keywords to look for".to_owned());
+    }
+    let found = wanted.iter().filter(|w| have.binary_search(w).is_ok()).count();
+    let coverage = found as f64 / wanted.len() as f64;
+    let score = 1 + (4.0 * (coverage / 0.75).min(1.0)).round() as u8;
+    let reasoning = format!(
+        "heuristic: the response uses {found} of the ticket's {} keywords ({:.0}% coverage)",
+        wanted.len(),
+        coverage * 100.0
+    );
+    (score, reasoning)
+}
+
+/// Offline tone, 1–5: starts at 5 and loses points for informal markers, shouting, piled-up
+/// exclamation marks, rambling length or a curt reply.
+pub fn heuristic_tone(response: &str) -> (u8, String) {
+    let lower = response.to_lowercase();
+    let mut penalties: Vec<String> = Vec::new();
+    let informal: Vec<&str> = INFORMAL.iter().copied().filter(|m| lower.contains(m)).collect();
+    if !informal.is_empty() {
+        penalties.push(format!("informal ({})", informal.join(", ")));
+    }
+    let mut score: i32 = 5 - (informal.len() as i32).min(3);
+    if response.matches('!').count() > 1 {
+        score -= 1;
+        penalties.push("several exclamation marks".to_owned());
+    }
+    let n_words = response.split_whitespace().count();
+    if n_words > 250 {
+        score -= 2;
+        penalties.push(format!("very verbose ({n_words} words)"));
+    } else if n_words > 150 {
+        score -= 1;
+        penalties.push(format!("verbose ({n_words} words)"));
+    } else if n_words < 6 {
+        score -= 1;
+        penalties.push("curt".to_owned());
+    }
+    let shouting = response
+        .split_whitespace()
+        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 4)
+        .filter(|w| w.chars().all(|c| !c.is_lowercase()))
+        .count();
+    if shouting >= 3 {
+        score -= 1;
+        penalties.push("shouting".to_owned());
+    }
+    let score = score.clamp(1, 5) as u8;
+    let reasoning = if penalties.is_empty() {
+        "heuristic: professional register, concise".to_owned()
+    } else {
+        format!("heuristic: {}", penalties.join("; "))
+    };
+    (score, reasoning)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(v: Value) -> Result<SupportExample, String> {
+        parse_example(&v, &ProviderRules::default())
+    }
+
+    fn valid() -> Value {
+        json!({"id": "t1", "ticket": "OOM in build", "response": "Raise -Xmx.",
+               "model": "gpt-4o", "prompt_version": "v1", "team": "infra"})
+    }
+
+    #[test]
+    fn valid_record_keeps_extra_fields_as_metadata() {
+        let ex = check(valid()).unwrap();
+        assert_eq!(ex.provider, "openai");
+        assert_eq!(ex.metadata["team"], "infra");
+        assert!(!ex.metadata.contains_key("id"));
+    }
+
+    #[test]
+    fn every_validation_message() {
+        assert_eq!(check(json!([1])).unwrap_err(), "Item is not an object");
+        assert_eq!(check(json!("x")).unwrap_err(), "Item is not an object");
+        for f in FIELDS {
+            let mut v = valid();
+            v.as_object_mut().unwrap().remove(f);
+            assert_eq!(check(v).unwrap_err(), format!("Missing '{f}' field"));
+            let mut v = valid();
+            v[f] = json!(5);
+            assert_eq!(check(v).unwrap_err(), format!("'{f}' must be a string"));
+            let mut v = valid();
+            v[f] = Value::Null;
+            assert_eq!(check(v).unwrap_err(), format!("'{f}' must be a string"));
+            let mut v = valid();
+            v[f] = json!(" \u{2003}\t");
+            assert_eq!(check(v).unwrap_err(), format!("'{f}' is empty"));
+        }
+    }
+
+    #[test]
+    fn first_problem_in_field_order_wins() {
+        assert_eq!(check(json!({"ticket": 3})).unwrap_err(), "Missing 'id' field");
+        assert_eq!(check(json!({"id": "a", "response": 1})).unwrap_err(), "Missing 'ticket' field");
+        let mut v = valid();
+        v["prompt_version"] = json!("");
+        v["model"] = json!("llama-3");
+        assert_eq!(check(v).unwrap_err(), "'prompt_version' is empty");
+    }
+
+    #[test]
+    fn unknown_provider_comes_after_field_checks_and_keeps_model_as_given() {
+        let mut v = valid();
+        v["model"] = json!(" Llama-3 ");
+        assert_eq!(check(v).unwrap_err(), "Unknown model provider for:  Llama-3 ");
+    }
+
+    #[test]
+    fn tone_penalises_the_seed_informal_answer() {
+        let r = "Hey! So like, databases are tricky sometimes you know? Have you tried turning it \
+                 off and on again? Also maybe check if your computer is connected to the internet \
+                 lol. Databases need internet to work I think.";
+        let (score, why) = heuristic_tone(r);
+        assert_eq!(score, 2, "{why}");
+        assert_eq!(heuristic_tone("Increase the heap with -Xmx4g in JAVA_OPTS and rerun the build.").0, 5);
+    }
+
+    #[test]
+    fn relevance_follows_keyword_coverage() {
+        let ticket = "Jenkins pipeline failing with OOM error on build step, Java heap space";
+        let good = "Increase the Java heap for the Jenkins pipeline build step: the OOM error means \
+                    heap space ran out; set -Xmx4g.";
+        assert_eq!(heuristic_relevance(ticket, good).0, 5);
+        assert_eq!(heuristic_relevance(ticket, "Please restart your router.").0, 1);
+    }
+}
