@@ -155,13 +155,18 @@ fn prepare(path: &str, v: &Value) -> Scenario {
     }
 }
 
-/// A paraphrase that keeps ≥ 50% word overlap (`total_build_time_seconds` → `build_time_seconds`).
+/// A paraphrase that keeps ≥ 50% word overlap: the unit or the first word dropped
+/// (`total_build_time_seconds` → `total_build_time`, `api_requests_total` → `requests_total`).
 fn paraphrase(name: &str) -> String {
     let parts: Vec<&str> = name.split('_').collect();
-    if parts.len() >= 3 {
-        parts[1..].join("_")
-    } else {
-        format!("observed_{name}")
+    match parts.split_last() {
+        Some((unit, rest))
+            if rest.len() >= 2 && ["seconds", "minutes", "ms", "count"].contains(unit) =>
+        {
+            rest.join("_")
+        }
+        _ if parts.len() >= 3 => parts[1..].join("_"),
+        _ => format!("observed_{name}"),
     }
 }
 

@@ -145,6 +145,10 @@ fn better_configurations_detect_more_events() {
 
 #[test]
 fn paraphrased_metric_names_keep_half_their_words() {
-    assert_eq!(paraphrase("total_build_time_seconds"), "build_time_seconds");
+    assert_eq!(paraphrase("total_build_time_seconds"), "total_build_time");
+    assert_eq!(
+        paraphrase("api_requests_during_lifecycle"),
+        "requests_during_lifecycle"
+    );
     assert_eq!(paraphrase("warning_count"), "observed_warning_count");
 }

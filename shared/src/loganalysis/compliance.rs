@@ -152,6 +152,7 @@ mod tests {
             0.0
         );
         assert_eq!(freeform("COMPLIANT", "all good"), 0.0);
+        assert_eq!(freeform("COMPLIANT", "all within limits"), 0.0);
     }
 
     #[test]

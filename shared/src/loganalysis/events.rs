@@ -7,14 +7,13 @@
 //! the structured-only numbers are null rather than a misleading 0.
 
 use std::collections::HashSet;
-use std::sync::LazyLock;
 
-use regex::Regex;
 use serde_json::{json, Value};
 
 use super::prose::{fold, Prose};
 use super::scenario::GtEvent;
 use super::schema::AgentEvent;
+use super::timestamps::same_second;
 use super::Method;
 use crate::text::words;
 
@@ -148,30 +147,6 @@ fn instance_compatible(g: &GtEvent, a: &AgentEvent) -> bool {
 /// The partial-credit rule: the ground truth has an id and the agent's id carries its prefix.
 fn instance_matches(g: &GtEvent, a: &AgentEvent) -> bool {
     matches!((id_prefix(g), agent_id(a)), (Some(prefix), Some(id)) if id.contains(&prefix))
-}
-
-static DATE_TIME: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})").unwrap());
-static TIME_ONLY: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^(\d{2}:\d{2}:\d{2})").unwrap());
-
-/// Both timestamps present and equal to the second: `YYYY-MM-DD HH:MM:SS` (a `T` separator is
-/// the same), or `HH:MM:SS` alone when either side gives only a time; anything else compares
-/// its first 19 characters.
-fn same_second(gt: Option<&str>, agent: Option<&str>) -> bool {
-    let (Some(g), Some(a)) = (gt.map(str::trim), agent.map(str::trim)) else {
-        return false;
-    };
-    let split = |s: &str| -> Option<(Option<String>, String)> {
-        if let Some(c) = DATE_TIME.captures(s) {
-            return Some((Some(c[1].to_string()), c[2].to_string()));
-        }
-        TIME_ONLY.captures(s).map(|c| (None, c[1].to_string()))
-    };
-    match (split(g), split(a)) {
-        (Some((Some(gd), gt)), Some((Some(ad), at))) => gd == ad && gt == at,
-        (Some((_, gt)), Some((_, at))) => gt == at,
-        _ => g.chars().take(19).eq(a.chars().take(19)),
-    }
 }
 
 fn freeform(gt: &[GtEvent], prose: &Prose) -> EventScores {
@@ -351,28 +326,6 @@ mod tests {
         ];
         let s = score(&g, Some(&a), &Prose::new(""));
         assert_eq!(s.partial_credit, Some((0.5 + 0.75) / 2.0));
-    }
-
-    #[test]
-    fn same_second_rules() {
-        assert!(same_second(
-            Some("2017-05-16 00:00:04.500"),
-            Some("2017-05-16 00:00:04")
-        ));
-        assert!(!same_second(
-            Some("2017-05-16 00:00:04.500"),
-            Some("2017-05-16 00:00:05")
-        ));
-        assert!(same_second(
-            Some("2017-05-16 00:00:04.5"),
-            Some(" 00:00:04.123 ")
-        ));
-        assert!(same_second(
-            Some("May 16 00:00:04 host x"),
-            Some("May 16 00:00:04 host y")
-        ));
-        assert!(!same_second(None, Some("00:00:04")));
-        assert!(!same_second(Some("2017-05-16 00:00:04"), None));
     }
 
     #[test]

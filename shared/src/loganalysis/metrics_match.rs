@@ -42,7 +42,7 @@ pub(crate) fn score(
 
 /// |a − g| ≤ 0.1·|g| + 1e-9.
 fn within_tolerance(agent: f64, gt: f64) -> bool {
-    (agent - gt).abs() <= 0.1 * gt.abs() + 1e-6
+    (agent - gt).abs() <= 0.1 * gt.abs() + 1e-9
 }
 
 /// A numeric ground truth (a numeric string included) compares numbers within tolerance; a text

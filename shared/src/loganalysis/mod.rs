@@ -18,6 +18,7 @@ mod prose;
 mod scenario;
 mod schema;
 mod timeline;
+mod timestamps;
 
 #[cfg(test)]
 mod fixture_tests;

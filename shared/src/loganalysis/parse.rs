@@ -14,6 +14,8 @@ use super::schema::{validate, ParsedOutput};
 
 /// The keys that make an object the agent's structured analysis.
 const CARRIER_KEYS: [&str; 3] = ["events_detected", "timeline", "metrics"];
+/// The same keys as they must appear in the JSON text.
+const QUOTED_KEYS: [&str; 3] = ["\"events_detected\"", "\"timeline\"", "\"metrics\""];
 
 /// The structured-output extraction: the first carrying object, validated; `None` when the text
 /// has no such object (the output is then evaluated as free text).
@@ -31,10 +33,7 @@ fn find_carrier(text: &str) -> Option<Map<String, Value>> {
 /// The candidate as a carrying object, or `None`.
 fn carrier(candidate: &str) -> Option<Map<String, Value>> {
     // Cheap filter before a full parse: a carrier must spell one of its keys.
-    if !CARRIER_KEYS
-        .iter()
-        .any(|k| candidate.contains(&format!("\"{k}\"")))
-    {
+    if !QUOTED_KEYS.iter().any(|k| candidate.contains(k)) {
         return None;
     }
     match serde_json::from_str::<Value>(candidate) {
@@ -79,11 +78,20 @@ fn fenced_blocks(text: &str) -> Vec<&str> {
 
 /// Every balanced `{…}` slice, ordered by where it starts (outer objects before their inner
 /// ones). Braces inside JSON strings of the object being balanced are ignored; a `{` that never
-/// closes yields nothing.
+/// closes yields nothing. Only a `{` followed (after JSON whitespace) by `"` can open an object
+/// with a key, so other braces of prose or code are not even balanced: the result is the same
+/// and text full of stray braces stays cheap.
 fn balanced_objects(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let opens_keyed_object = move |start: usize| {
+        bytes[start + 1..]
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            == Some(&b'"')
+    };
     text.bytes()
         .enumerate()
-        .filter(|&(_, b)| b == b'{')
+        .filter(move |&(i, b)| b == b'{' && opens_keyed_object(i))
         .filter_map(move |(start, _)| {
             balanced_end(text.as_bytes(), start).map(|end| &text[start..=end])
         })
@@ -148,6 +156,7 @@ mod tests {
             fenced_blocks("a ```x\nbody\n``` b ```\nopen"),
             ["body\n", "open"]
         );
+        assert!(fenced_blocks("no fences").is_empty());
     }
 
     #[test]
@@ -174,6 +183,8 @@ mod tests {
         // The outer object is not JSON (unquoted key), the inner one is.
         let text = r#"{ result: {"metrics": {"m": 1}}, trailing }"#;
         assert_eq!(keys(text), ["metrics"]);
+        let text = r#"{"note": "x", result: {"metrics": {"m": 1}}, "timeline": []}"#;
+        assert_eq!(keys(text), ["metrics"]);
         // The outer object is JSON but does not carry a key: its inner object is a candidate.
         let text = r#"{"analysis": {"timeline": []}, "note": "x"}"#;
         assert_eq!(keys(text), ["timeline"]);
@@ -195,6 +206,16 @@ mod tests {
     fn arrays_and_other_json_values_are_not_objects() {
         assert!(find_carrier("```json\n[{\"timeline\": 1}]\n```").is_some()); // the inner object
         assert!(find_carrier("```json\n\"timeline\"\n```").is_none());
+    }
+
+    #[test]
+    fn only_braces_that_open_a_keyed_object_are_candidates() {
+        let text = "fn f() { let x = {}; }\n{ \n\t\"timeline\": [] } {\"a\": {1}";
+        let got: Vec<&str> = balanced_objects(text).collect();
+        assert_eq!(got, ["{ \n\t\"timeline\": [] }"]);
+        // Many stray braces stay cheap: none of them needs balancing.
+        let noisy = "{ ".repeat(50_000) + "{\"metrics\": {}}";
+        assert_eq!(keys(&noisy), ["metrics"]);
     }
 
     #[test]

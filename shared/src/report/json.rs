@@ -28,10 +28,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     let items_key = if suite.kind == SuiteKind::SupportJudge { "results" } else { "items" };
     w.put(&format!(",\"{items_key}\":["))?;
     let mut first = true;
-    items.for_each_item(&mut |rec| {
-        if rec.outcome != Outcome::Ok {
-            return Ok(());
-        }
+    items.for_each_item(Some(Outcome::Ok), &mut |rec| {
         if !std::mem::take(&mut first) {
             w.put(",")?;
         }
@@ -42,10 +39,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     })?;
     w.put("],\"skipped\":[")?;
     let mut first = true;
-    items.for_each_item(&mut |rec| {
-        if rec.outcome != Outcome::Skipped {
-            return Ok(());
-        }
+    items.for_each_item(Some(Outcome::Skipped), &mut |rec| {
         if !std::mem::take(&mut first) {
             w.put(",")?;
         }
@@ -62,10 +56,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     })?;
     w.put("],\"failed\":[")?;
     let mut first = true;
-    items.for_each_item(&mut |rec| {
-        if rec.outcome != Outcome::Failed {
-            return Ok(());
-        }
+    items.for_each_item(Some(Outcome::Failed), &mut |rec| {
         if !std::mem::take(&mut first) {
             w.put(",")?;
         }

@@ -18,7 +18,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         "  <testsuite name=\"{}\" id=\"{}\" tests=\"{}\" failures=\"{gate_failures}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3}\" timestamp=\"{}\">\n",
         escape(&suite.name), escape(&info.id), t.examples, t.failed, t.skipped, info.duration_seconds, escape(&info.started_at)
     ))?;
-    items.for_each_item(&mut |rec| {
+    items.for_each_item(None, &mut |rec| {
         let name = if rec.id.is_empty() { rec.line.map_or(format!("index {}", rec.index), |l| format!("line {l}")) } else { rec.id.clone() };
         let keys: Vec<String> = ["model", "prompt_version", "config", "domain", "difficulty"]
             .iter()

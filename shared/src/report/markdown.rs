@@ -152,8 +152,8 @@ fn not_evaluated(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Report
         }
         w.put(&format!("\n## {title} ({count})\n\n"))?;
         let mut listed = 0;
-        input.items.for_each_item(&mut |rec| {
-            if rec.outcome != outcome || listed >= LISTED {
+        input.items.for_each_item(Some(outcome), &mut |rec| {
+            if listed >= LISTED {
                 return Ok(());
             }
             listed += 1;

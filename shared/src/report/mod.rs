@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::aggregate::{RunAggregator, RunGateCheck};
-use crate::record::ResultRecord;
+use crate::record::{Outcome, ResultRecord};
 use crate::suite::Suite;
 
 pub use json::group_key;
@@ -26,15 +26,24 @@ pub use recommend::recommendations;
 /// The file names a report directory holds.
 pub const REPORT_FILES: [&str; 4] = ["report.json", "summary.md", "report.html", "junit.xml"];
 
-/// Streams a run's result records in dataset order.
+/// Streams a run's result records in dataset order, optionally only those of one outcome (so
+/// the `skipped` list of a large run reads only the skipped records).
 pub trait ItemSource {
-    fn for_each_item(&self, f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>) -> Result<(), ReportError>;
+    fn for_each_item(
+        &self,
+        only: Option<Outcome>,
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError>;
 }
 
 /// Records already in memory, in dataset order (tests, small runs).
 impl ItemSource for Vec<ResultRecord> {
-    fn for_each_item(&self, f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>) -> Result<(), ReportError> {
-        self.iter().try_for_each(f)
+    fn for_each_item(
+        &self,
+        only: Option<Outcome>,
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError> {
+        self.iter().filter(|r| only.is_none_or(|o| r.outcome == o)).try_for_each(f)
     }
 }
 

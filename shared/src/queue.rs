@@ -1,0 +1,179 @@
+//! The work queue seam: one message per example, acknowledged only once its result is stored.
+//!
+//! `WorkQueue` has two implementations: RabbitMQ for the fleet and [`InProcessQueue`] for the
+//! embedded `run`. Both give the same guarantees a worker relies on — at-least-once delivery,
+//! `ack` / `requeue` / `reject` per message — so one consumer loop serves both.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The message body of DESIGN §3: `{"v":1, "run_id", "index", "suite", "example": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub v: u32,
+    pub run_id: String,
+    pub index: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub suite: String,
+    pub example: Value,
+}
+
+impl Message {
+    pub const VERSION: u32 = 1;
+
+    /// `message_id` of DESIGN §3: `<run_id>/<index>`.
+    pub fn message_id(&self) -> String {
+        format!("{}/{}", self.run_id, self.index)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("the queue is closed")]
+    Closed,
+    #[error("queue error: {0}")]
+    Backend(String),
+}
+
+/// One delivered message and the means to settle it.
+pub trait Delivery: Send + 'static {
+    fn message(&self) -> &Message;
+    /// Whether the broker delivered this message before (a worker died or requeued it).
+    fn redelivered(&self) -> bool;
+    /// The result is durably stored: remove the message.
+    fn ack(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    /// A transient failure: deliver the message again later.
+    fn requeue(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    /// A poison message: send it to the dead-letter queue.
+    fn reject(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+pub trait WorkQueue: Send + Sync + 'static {
+    type Delivery: Delivery;
+    /// Publishes a batch; returns once every message is confirmed.
+    fn publish(&self, batch: Vec<Message>) -> impl Future<Output = Result<(), QueueError>> + Send;
+    /// The next delivery, or None once the queue is drained and closed.
+    fn next(&self) -> impl Future<Output = Result<Option<Self::Delivery>, QueueError>> + Send;
+}
+
+/// The embedded queue: publishers wait while `capacity` messages are queued (so memory stays
+/// flat however large the dataset), requeues never wait (so consumers cannot deadlock on a full
+/// channel), and it closes itself once the producer is done and every message is settled.
+#[derive(Clone)]
+pub struct InProcessQueue {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tx: async_channel::Sender<(Message, bool)>,
+    rx: async_channel::Receiver<(Message, bool)>,
+    /// One token per queued first delivery; a full channel here is the publisher's backpressure.
+    permits: (async_channel::Sender<()>, async_channel::Receiver<()>),
+    /// Published but not yet acked or rejected.
+    outstanding: AtomicU64,
+    producer_done: AtomicBool,
+    dead: Mutex<Vec<Message>>,
+}
+
+impl InProcessQueue {
+    pub fn new(capacity: usize) -> Self {
+        let (tx, rx) = async_channel::unbounded();
+        InProcessQueue {
+            inner: Arc::new(Inner {
+                tx,
+                rx,
+                permits: async_channel::bounded(capacity.max(1)),
+                outstanding: AtomicU64::new(0),
+                producer_done: AtomicBool::new(false),
+                dead: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// No more messages will be published: consumers stop once the rest are settled.
+    pub fn finish_publishing(&self) {
+        self.inner.producer_done.store(true, Ordering::SeqCst);
+        self.close_if_drained();
+    }
+
+    /// Messages rejected as poison.
+    pub fn dead_letters(&self) -> Vec<Message> {
+        self.inner.dead.lock().map(|d| d.clone()).unwrap_or_default()
+    }
+
+    fn settle(&self) {
+        self.inner.outstanding.fetch_sub(1, Ordering::SeqCst);
+        self.close_if_drained();
+    }
+
+    fn close_if_drained(&self) {
+        if self.inner.producer_done.load(Ordering::SeqCst) && self.inner.outstanding.load(Ordering::SeqCst) == 0 {
+            self.inner.tx.close();
+        }
+    }
+}
+
+impl WorkQueue for InProcessQueue {
+    type Delivery = InProcessDelivery;
+
+    async fn publish(&self, batch: Vec<Message>) -> Result<(), QueueError> {
+        for msg in batch {
+            self.inner.permits.0.send(()).await.map_err(|_| QueueError::Closed)?;
+            self.inner.outstanding.fetch_add(1, Ordering::SeqCst);
+            if self.inner.tx.try_send((msg, false)).is_err() {
+                self.inner.outstanding.fetch_sub(1, Ordering::SeqCst);
+                return Err(QueueError::Closed);
+            }
+        }
+        Ok(())
+    }
+
+    async fn next(&self) -> Result<Option<InProcessDelivery>, QueueError> {
+        let Ok((message, redelivered)) = self.inner.rx.recv().await else {
+            return Ok(None);
+        };
+        if !redelivered {
+            let _ = self.inner.permits.1.try_recv();
+        }
+        Ok(Some(InProcessDelivery { queue: self.clone(), message, redelivered }))
+    }
+}
+
+pub struct InProcessDelivery {
+    queue: InProcessQueue,
+    message: Message,
+    redelivered: bool,
+}
+
+impl Delivery for InProcessDelivery {
+    fn message(&self) -> &Message {
+        &self.message
+    }
+
+    fn redelivered(&self) -> bool {
+        self.redelivered
+    }
+
+    async fn ack(self) -> Result<(), QueueError> {
+        self.queue.settle();
+        Ok(())
+    }
+
+    async fn requeue(self) -> Result<(), QueueError> {
+        // Still outstanding, so the channel cannot have closed under us; unbounded, so no wait.
+        self.queue.inner.tx.try_send((self.message, true)).map_err(|_| QueueError::Closed)
+    }
+
+    async fn reject(self) -> Result<(), QueueError> {
+        if let Ok(mut dead) = self.queue.inner.dead.lock() {
+            dead.push(self.message);
+        }
+        self.queue.settle();
+        Ok(())
+    }
+}
