@@ -1,1 +1,23 @@
-//! aggregator
+//! The aggregator: folds result events into the run's incremental aggregates as they arrive
+//! and, once the run is complete, writes its reports from those aggregates plus the stored
+//! items. It never holds more than one item, so its memory is O(groups) for a run of any size.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use evalfleet_shared::aggregate::RunAggregator;
+use evalfleet_shared::record::ResultRecord;
+use evalfleet_shared::report::{self, ReportError, ReportInput};
+
+/// Folds every event into `agg` until the event channel closes; `seen` counts them for progress.
+pub async fn follow(events: async_channel::Receiver<ResultRecord>, agg: &mut RunAggregator, seen: &AtomicU64) {
+    while let Ok(record) = events.recv().await {
+        agg.observe(&record);
+        seen.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Writes `report.json`, `summary.md`, `report.html` and `junit.xml` into `dir`.
+pub fn write_reports(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, ReportError> {
+    report::write_all(dir, input)
+}

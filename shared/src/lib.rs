@@ -7,6 +7,7 @@
 //! folds records → [`report`] renders the files.
 
 pub mod aggregate;
+pub mod config;
 pub mod dataset;
 pub mod evaluate;
 pub mod gate;

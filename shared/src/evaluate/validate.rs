@@ -9,12 +9,15 @@ use std::hash::{Hash, Hasher};
 
 use crate::dataset::{Position, RawRecord};
 
-use super::{Evaluator, Example};
+use serde_json::Value;
+
+use super::Evaluator;
 
 /// A record after validation.
 #[derive(Debug)]
 pub enum Checked {
-    Valid { ordinal: u64, position: Position, example: Example },
+    /// A valid record, kept as the JSON the queue carries (workers type it again).
+    Valid { ordinal: u64, position: Position, value: Value },
     Skipped { ordinal: u64, position: Position, id: String, reason: String },
 }
 
@@ -35,12 +38,14 @@ impl Validator {
             Ok(v) => v,
             Err(reason) => return skipped(String::new(), reason),
         };
-        let raw_id = || value.get("id").and_then(|v| v.as_str()).unwrap_or("").to_owned();
         match self.evaluator.parse(&value) {
-            Err(reason) => skipped(raw_id(), reason),
+            Err(reason) => {
+                let id = value.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+                skipped(id, reason)
+            }
             Ok(example) => {
                 if self.seen.insert(id_hash(example.id().trim())) {
-                    Checked::Valid { ordinal, position, example }
+                    Checked::Valid { ordinal, position, value }
                 } else {
                     let id = example.id().to_owned();
                     skipped(id.clone(), format!("Duplicate id '{id}'"))
@@ -58,4 +63,59 @@ fn id_hash(id: &str) -> u128 {
         h.finish() as u128
     };
     (half(1) << 64) | half(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::routing::ProviderRules;
+    use crate::suite::{Suite, SuiteKind};
+
+    fn validator() -> Validator {
+        let suite = Arc::new(Suite::builtin(SuiteKind::SupportJudge));
+        Validator::new(Evaluator::new(suite, ProviderRules::default(), None))
+    }
+
+    fn raw(ordinal: u64, value: Value) -> RawRecord {
+        RawRecord { ordinal, position: Position::Index(ordinal), value: Ok(value) }
+    }
+
+    fn ex(id: &str) -> Value {
+        json!({"id": id, "ticket": "t", "response": "r", "model": "gpt-4o", "prompt_version": "v1"})
+    }
+
+    fn reason(c: Checked) -> Option<String> {
+        match c {
+            Checked::Skipped { reason, .. } => Some(reason),
+            Checked::Valid { .. } => None,
+        }
+    }
+
+    #[test]
+    fn duplicates_are_compared_trimmed_among_valid_records_only() {
+        let mut v = validator();
+        let mut bad = ex("a");
+        bad["ticket"] = json!(1);
+        assert_eq!(reason(v.check(raw(0, bad))).unwrap(), "'ticket' must be a string");
+        assert_eq!(reason(v.check(raw(1, ex("a")))), None, "an invalid first occurrence does not count");
+        assert_eq!(reason(v.check(raw(2, ex(" a ")))).unwrap(), "Duplicate id ' a '");
+        assert_eq!(reason(v.check(raw(3, ex("b")))), None);
+    }
+
+    #[test]
+    fn unparseable_records_are_skipped_with_their_reason_and_position() {
+        let mut v = validator();
+        let rec = RawRecord { ordinal: 4, position: Position::Line(7), value: Err("invalid JSON: x".into()) };
+        match v.check(rec) {
+            Checked::Skipped { position, reason, .. } => {
+                assert_eq!(position, Position::Line(7));
+                assert_eq!(reason, "invalid JSON: x");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

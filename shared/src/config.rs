@@ -1,0 +1,118 @@
+//! `evalfleet.yaml`: typed configuration, layered as defaults ← file ← `EVALFLEET_*` environment
+//! (nested keys joined with `__`, e.g. `EVALFLEET_CONCURRENCY=8`). A bad key or value fails at
+//! start with the key and the reason, never halfway through a run.
+
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Serialized};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+use crate::routing::ProviderRules;
+
+/// The file `run` and `validate` read when no `--config` is given and it exists.
+pub const DEFAULT_PATH: &str = "config/evalfleet.yaml";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Where `--suite NAME` looks for `NAME.yaml` before the built-in suites.
+    pub suites_dir: PathBuf,
+    /// Model-name prefix → provider rules (first match wins; case-insensitive).
+    pub model_prefixes: ProviderRules,
+    /// Examples evaluated at once by `run`; 0 = one per CPU core.
+    pub concurrency: usize,
+    /// Where `run` writes `<run_id>/` report directories when `--out` is not given.
+    pub reports_dir: PathBuf,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            suites_dir: PathBuf::from("config/suites"),
+            model_prefixes: ProviderRules::default(),
+            concurrency: 0,
+            reports_dir: PathBuf::from("reports"),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file '{path}': {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file '{path}' is not valid YAML: {message}")]
+    Yaml { path: PathBuf, message: String },
+    #[error("bad configuration: {0}")]
+    Invalid(String),
+}
+
+const KEYS: [&str; 4] = ["suites_dir", "model_prefixes", "concurrency", "reports_dir"];
+
+impl Config {
+    /// Loads `path`, or [`DEFAULT_PATH`] when it exists, then applies the environment.
+    pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+        let default = Path::new(DEFAULT_PATH);
+        let path = path.or_else(|| default.is_file().then_some(default));
+        let file: serde_json::Value = match path {
+            None => serde_json::Value::Object(Default::default()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+                let yaml: Option<serde_json::Value> =
+                    serde_norway::from_str(&text).map_err(|e| ConfigError::Yaml { path: path.to_owned(), message: e.to_string() })?;
+                yaml.unwrap_or(serde_json::Value::Object(Default::default()))
+            }
+        };
+        Self::from_layers(file, Env::prefixed("EVALFLEET_").split("__").only(&KEYS))
+    }
+
+    fn from_layers(file: serde_json::Value, env: Env) -> Result<Config, ConfigError> {
+        let config: Config = Figment::from(Serialized::defaults(Config::default()))
+            .merge(Serialized::defaults(file))
+            .merge(env)
+            .extract()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_file_and_env_layer_in_order() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.yaml", "concurrency: 4\nsuites_dir: mine\nmodel_prefixes: [{prefix: 'llama-', provider: openai}]\n")?;
+            let c = Config::load(Some(Path::new("c.yaml"))).unwrap();
+            assert_eq!(c.concurrency, 4);
+            assert_eq!(c.suites_dir, PathBuf::from("mine"));
+            assert_eq!(c.model_prefixes.provider_of("Llama-3"), Some("openai"));
+            jail.set_env("EVALFLEET_CONCURRENCY", "9");
+            jail.set_env("EVALFLEET_UNRELATED", "ignored");
+            assert_eq!(Config::load(Some(Path::new("c.yaml"))).unwrap().concurrency, 9);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn bad_keys_and_values_are_named() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("bad.yaml", "concurency: 4\n")?;
+            let err = Config::load(Some(Path::new("bad.yaml"))).unwrap_err().to_string();
+            assert!(err.contains("concurency"), "{err}");
+            jail.create_file("bad2.yaml", "concurrency: lots\n")?;
+            let err = Config::load(Some(Path::new("bad2.yaml"))).unwrap_err().to_string();
+            assert!(err.contains("concurrency"), "{err}");
+            let err = Config::load(Some(Path::new("missing.yaml"))).unwrap_err().to_string();
+            assert!(err.contains("cannot read config file 'missing.yaml'"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn shipped_config_file_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/evalfleet.yaml");
+        Config::load(Some(&path)).unwrap();
+    }
+}

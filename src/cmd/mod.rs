@@ -1,0 +1,31 @@
+//! One module per subcommand.
+
+pub mod generate;
+pub mod run;
+pub mod validate;
+
+use std::path::Path;
+
+use anyhow::Context;
+use evalfleet_shared::config::Config;
+use evalfleet_shared::suite::Suite;
+
+use crate::exit::BadInput;
+
+/// Loads the configuration and resolves `--suite` against it.
+pub fn config_and_suite(config: Option<&Path>, suite: &str) -> anyhow::Result<(Config, Suite)> {
+    let config = Config::load(config)?;
+    let suite = Suite::resolve(suite, Some(&config.suites_dir))?;
+    Ok((config, suite))
+}
+
+/// The dataset's size, failing early (and as bad input) when it cannot be read.
+pub fn dataset_len(path: &Path) -> anyhow::Result<u64> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| BadInput(format!("cannot read dataset '{}': {e}", path.display())))
+        .context("opening the dataset")?;
+    if meta.is_dir() {
+        return Err(BadInput(format!("dataset '{}' is a directory", path.display())).into());
+    }
+    Ok(meta.len())
+}

@@ -1,0 +1,43 @@
+//! Exit codes, so CI can tell a failed gate from bad input from a broken environment.
+
+use std::process::ExitCode;
+
+use evalfleet_shared::config::ConfigError;
+use evalfleet_shared::dataset::DatasetError;
+use evalfleet_shared::suite::SuiteError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: the run completed and every gate held.
+    Success = 0,
+    /// 1: the run completed but a run-level gate failed (or `validate` found invalid records).
+    GatesFailed = 1,
+    /// 2: bad input or usage: unreadable dataset, no valid example, bad suite or config.
+    BadInput = 2,
+    /// 3: infrastructure: the queue, the store or the file system failed.
+    Infrastructure = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// A failure the user can fix by changing the input or the command line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+impl Exit {
+    pub fn classify(err: &anyhow::Error) -> Exit {
+        let bad_input = err.chain().any(|e| {
+            e.is::<BadInput>() || e.is::<DatasetError>() || e.is::<SuiteError>() || e.is::<ConfigError>()
+        });
+        if bad_input {
+            Exit::BadInput
+        } else {
+            Exit::Infrastructure
+        }
+    }
+}

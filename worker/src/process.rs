@@ -1,0 +1,52 @@
+//! Processing one message: type the example, ask the judges, finish the record. The same
+//! function serves the embedded `run` and fleet workers, so both produce the same records.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use evalfleet_shared::evaluate::{judge_tasks, Effort, Evaluator};
+use evalfleet_shared::queue::Message;
+use evalfleet_shared::record::ResultRecord;
+use evalfleet_shared::routing::ProviderRules;
+use evalfleet_shared::suite::Suite;
+
+use crate::judge::Judge;
+
+/// Everything a worker needs to evaluate examples of one run.
+pub struct Pipeline {
+    pub suite: Arc<Suite>,
+    pub rules: ProviderRules,
+    /// Where relative scenario paths of log-analysis examples resolve.
+    pub dataset_dir: Option<PathBuf>,
+    pub judge: Judge,
+}
+
+impl Pipeline {
+    /// An evaluator for one consumer task (it caches scenario files, so tasks do not share it).
+    pub fn evaluator(&self) -> Evaluator {
+        Evaluator::new(self.suite.clone(), self.rules.clone(), self.dataset_dir.clone())
+    }
+}
+
+/// Evaluates one example message into its result record. An example that does not validate
+/// here (the producer validated it, but a message may come from elsewhere) is `skipped`.
+pub async fn process(evaluator: &mut Evaluator, judge: &Judge, msg: &Message) -> ResultRecord {
+    let started = Instant::now();
+    let example = match evaluator.parse(&msg.example) {
+        Ok(example) => example,
+        Err(reason) => {
+            let id = msg.example.get("id").and_then(|v| v.as_str()).unwrap_or("").to_owned();
+            return ResultRecord::skipped(&msg.run_id, &evaluator.suite.name, msg.index, msg.line, id, reason);
+        }
+    };
+    let suite = evaluator.suite.clone();
+    let tasks = judge_tasks(&suite, &example);
+    let judged = judge.judge(&example, &tasks).await;
+    let effort = Effort {
+        usage: judged.usage,
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        attempts: judged.attempts,
+    };
+    evaluator.finish(&msg.run_id, msg.index, msg.line, &example, judged.scores, effort)
+}
