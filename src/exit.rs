@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use evalfleet_producer::ProduceError;
 use evalfleet_shared::config::ConfigError;
 use evalfleet_shared::dataset::DatasetError;
 use evalfleet_shared::suite::SuiteError;
@@ -31,8 +32,13 @@ pub struct BadInput(pub String);
 
 impl Exit {
     pub fn classify(err: &anyhow::Error) -> Exit {
+        // `ProduceError::Dataset` is transparent, so the chain skips the DatasetError inside.
         let bad_input = err.chain().any(|e| {
-            e.is::<BadInput>() || e.is::<DatasetError>() || e.is::<SuiteError>() || e.is::<ConfigError>()
+            e.is::<BadInput>()
+                || e.is::<DatasetError>()
+                || e.is::<SuiteError>()
+                || e.is::<ConfigError>()
+                || matches!(e.downcast_ref::<ProduceError>(), Some(ProduceError::Dataset(_)))
         });
         if bad_input {
             Exit::BadInput

@@ -12,6 +12,11 @@ use clap::{Parser, Subcommand};
 
 use crate::exit::Exit;
 
+/// Records are built on one worker thread and freed on another; glibc's allocator serialises
+/// such cross-thread frees on an arena lock, mimalloc does not.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "evalfleet", version, about = "Evaluate LLM systems at fleet scale.", long_about = None)]
 struct Cli {
@@ -61,7 +66,9 @@ fn main() -> ExitCode {
 fn init_logging(format: LogFormat) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

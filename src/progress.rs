@@ -18,8 +18,10 @@ impl RunProgress {
     pub fn start(dataset_bytes: u64, read: Arc<Progress>, evaluated: Arc<AtomicU64>) -> Self {
         let bar = ProgressBar::with_draw_target(Some(dataset_bytes), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% · {msg} · ETA {eta}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% · {msg} · ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let ticker_bar = bar.clone();
         let ticker = tokio::spawn(async move {

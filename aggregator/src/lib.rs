@@ -9,11 +9,15 @@ use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::report::{self, ReportError, ReportInput};
 
-/// Folds every event into `agg` until the event channel closes; `seen` counts them for progress.
-pub async fn follow(events: async_channel::Receiver<ResultRecord>, agg: &mut RunAggregator, seen: &AtomicU64) {
-    while let Ok(record) = events.recv().await {
-        agg.observe(&record);
-        seen.fetch_add(1, Ordering::Relaxed);
+/// Folds every event batch into `agg` until the event channel closes; `seen` counts records.
+pub async fn follow(
+    events: async_channel::Receiver<Vec<ResultRecord>>,
+    agg: &mut RunAggregator,
+    seen: &AtomicU64,
+) {
+    while let Ok(batch) = events.recv().await {
+        batch.iter().for_each(|record| agg.observe(record));
+        seen.fetch_add(batch.len() as u64, Ordering::Relaxed);
     }
 }
 

@@ -40,8 +40,14 @@ pub struct Progress {
 
 /// Opens a dataset for [`produce`], counting bytes into `progress`.
 pub fn open_dataset(path: &Path, progress: Arc<Progress>) -> Result<DatasetReader, DatasetError> {
-    let file = std::fs::File::open(path).map_err(|source| DatasetError::Open { path: path.to_owned(), source })?;
-    let counting = CountingRead { inner: file, progress };
+    let file = std::fs::File::open(path).map_err(|source| DatasetError::Open {
+        path: path.to_owned(),
+        source,
+    })?;
+    let counting = CountingRead {
+        inner: file,
+        progress,
+    };
     DatasetReader::from_reader(path, Box::new(counting), DEFAULT_MAX_RECORD_BYTES)
 }
 
@@ -55,13 +61,20 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
     progress: &Progress,
 ) -> Result<(), ProduceError> {
     let suite = validator.evaluator.suite.name.clone();
-    let (tx, rx) = async_channel::bounded::<Result<Checked, DatasetError>>(4 * BATCH);
+    // Records cross from the reader thread in batches: one hand-over per record would cost a
+    // thread wake-up each.
+    let (tx, rx) = async_channel::bounded::<Vec<Result<Checked, DatasetError>>>(4);
     let reader_thread = std::thread::Builder::new()
         .name("dataset-reader".into())
         .spawn(move || {
-            for raw in reader {
-                let item = raw.map(|r| validator.check(r));
-                if tx.send_blocking(item).is_err() {
+            let mut reader = reader.peekable();
+            while reader.peek().is_some() {
+                let items: Vec<_> = reader
+                    .by_ref()
+                    .take(BATCH)
+                    .map(|raw| raw.map(|r| validator.check(r)))
+                    .collect();
+                if tx.send_blocking(items).is_err() {
                     break;
                 }
             }
@@ -69,47 +82,78 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
         .map_err(|e| ProduceError::Reader(e.to_string()))?;
     let mut batch = Vec::with_capacity(BATCH);
     let mut outcome = Ok(());
-    while let Ok(item) = rx.recv().await {
-        progress.records.fetch_add(1, Ordering::Relaxed);
-        let checked = match item {
-            Ok(c) => c,
-            Err(DatasetError::Truncated { index, .. }) => Checked::Skipped {
-                ordinal: index,
-                position: Position::Index(index),
-                id: String::new(),
-                reason: "the JSON array ends before this element is closed".into(),
-            },
-            Err(e) => {
-                outcome = Err(e.into());
-                break;
-            }
-        };
-        match checked {
-            Checked::Valid { ordinal, position, value } => {
-                batch.push(Message { v: Message::VERSION, run_id: run_id.to_owned(), index: ordinal, line: position.line(), suite: suite.clone(), example: value });
-                if batch.len() >= BATCH || rx.is_empty() {
-                    publish(queue, &mut batch, progress).await?;
+    'read: while let Ok(items) = rx.recv().await {
+        for item in items {
+            progress.records.fetch_add(1, Ordering::Relaxed);
+            let checked = match item {
+                Ok(c) => c,
+                Err(DatasetError::Truncated { index, .. }) => Checked::Skipped {
+                    ordinal: index,
+                    position: Position::Index(index),
+                    id: String::new(),
+                    reason: "the JSON array ends before this element is closed".into(),
+                },
+                Err(e) => {
+                    outcome = Err(e.into());
+                    break 'read;
+                }
+            };
+            match checked {
+                Checked::Valid {
+                    ordinal,
+                    position,
+                    value,
+                } => {
+                    batch.push(Message {
+                        v: Message::VERSION,
+                        run_id: run_id.to_owned(),
+                        index: ordinal,
+                        line: position.line(),
+                        suite: suite.clone(),
+                        example: value,
+                    });
+                    if batch.len() >= BATCH {
+                        publish(queue, &mut batch, progress).await?;
+                    }
+                }
+                Checked::Skipped {
+                    ordinal,
+                    position,
+                    id,
+                    reason,
+                } => {
+                    let rec =
+                        ResultRecord::skipped(run_id, &suite, ordinal, position.line(), id, reason);
+                    store.put(rec).await?;
+                    progress.skipped.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            Checked::Skipped { ordinal, position, id, reason } => {
-                let rec = ResultRecord::skipped(run_id, &suite, ordinal, position.line(), id, reason);
-                store.put(&rec).await?;
-                progress.skipped.fetch_add(1, Ordering::Relaxed);
-            }
+        }
+        if rx.is_empty() {
+            // The reader is slower than the workers: do not hold a part batch back.
+            publish(queue, &mut batch, progress).await?;
         }
     }
     drop(rx);
     publish(queue, &mut batch, progress).await?;
-    reader_thread.join().map_err(|_| ProduceError::Reader("the reader thread panicked".into()))?;
+    reader_thread
+        .join()
+        .map_err(|_| ProduceError::Reader("the reader thread panicked".into()))?;
     outcome
 }
 
-async fn publish<Q: WorkQueue>(queue: &Q, batch: &mut Vec<Message>, progress: &Progress) -> Result<(), QueueError> {
+async fn publish<Q: WorkQueue>(
+    queue: &Q,
+    batch: &mut Vec<Message>,
+    progress: &Progress,
+) -> Result<(), QueueError> {
     if batch.is_empty() {
         return Ok(());
     }
     let n = batch.len() as u64;
-    queue.publish(std::mem::replace(batch, Vec::with_capacity(BATCH))).await?;
+    queue
+        .publish(std::mem::replace(batch, Vec::with_capacity(BATCH)))
+        .await?;
     progress.published.fetch_add(n, Ordering::Relaxed);
     Ok(())
 }
@@ -122,7 +166,9 @@ struct CountingRead<R> {
 impl<R: Read> Read for CountingRead<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.progress.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        self.progress
+            .bytes_read
+            .fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
     }
 }

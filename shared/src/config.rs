@@ -40,7 +40,10 @@ impl Default for Config {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file '{path}': {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("config file '{path}' is not valid YAML: {message}")]
     Yaml { path: PathBuf, message: String },
     #[error("bad configuration: {0}")]
@@ -57,9 +60,15 @@ impl Config {
         let file: serde_json::Value = match path {
             None => serde_json::Value::Object(Default::default()),
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    path: path.to_owned(),
+                    source,
+                })?;
                 let yaml: Option<serde_json::Value> =
-                    serde_norway::from_str(&text).map_err(|e| ConfigError::Yaml { path: path.to_owned(), message: e.to_string() })?;
+                    serde_norway::from_str(&text).map_err(|e| ConfigError::Yaml {
+                        path: path.to_owned(),
+                        message: e.to_string(),
+                    })?;
                 yaml.unwrap_or(serde_json::Value::Object(Default::default()))
             }
         };
@@ -77,6 +86,9 @@ impl Config {
 }
 
 #[cfg(test)]
+// figment's Jail (which serialises environment changes between tests) fixes its closure's error
+// type, figment::Error, which is large.
+#[allow(clippy::result_large_err)]
 mod tests {
     use super::*;
 
@@ -90,7 +102,10 @@ mod tests {
             assert_eq!(c.model_prefixes.provider_of("Llama-3"), Some("openai"));
             jail.set_env("EVALFLEET_CONCURRENCY", "9");
             jail.set_env("EVALFLEET_UNRELATED", "ignored");
-            assert_eq!(Config::load(Some(Path::new("c.yaml"))).unwrap().concurrency, 9);
+            assert_eq!(
+                Config::load(Some(Path::new("c.yaml"))).unwrap().concurrency,
+                9
+            );
             Ok(())
         });
     }
@@ -99,13 +114,22 @@ mod tests {
     fn bad_keys_and_values_are_named() {
         figment::Jail::expect_with(|jail| {
             jail.create_file("bad.yaml", "concurency: 4\n")?;
-            let err = Config::load(Some(Path::new("bad.yaml"))).unwrap_err().to_string();
+            let err = Config::load(Some(Path::new("bad.yaml")))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("concurency"), "{err}");
             jail.create_file("bad2.yaml", "concurrency: lots\n")?;
-            let err = Config::load(Some(Path::new("bad2.yaml"))).unwrap_err().to_string();
+            let err = Config::load(Some(Path::new("bad2.yaml")))
+                .unwrap_err()
+                .to_string();
             assert!(err.contains("concurrency"), "{err}");
-            let err = Config::load(Some(Path::new("missing.yaml"))).unwrap_err().to_string();
-            assert!(err.contains("cannot read config file 'missing.yaml'"), "{err}");
+            let err = Config::load(Some(Path::new("missing.yaml")))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("cannot read config file 'missing.yaml'"),
+                "{err}"
+            );
             Ok(())
         });
     }

@@ -67,8 +67,9 @@ pub enum DatasetError {
     TrailingData { path: PathBuf },
 }
 
-/// The format is decided by the first non-whitespace byte: `[` is a JSON array, anything else
-/// JSONL (a JSONL file can start with a `#` comment or a `{`).
+/// A `.jsonl`/`.ndjson` file is always JSONL (a line that happens to be an array is then one
+/// bad line, not the whole file). Otherwise the first non-whitespace byte decides: `[` is a JSON
+/// array, anything else JSONL (a JSONL file can start with a `#` comment or a `{`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     JsonLines,
@@ -109,7 +110,10 @@ impl DatasetReader {
             position: Position::Line(1),
             source,
         })?;
-        let format = if first == Some(b'[') {
+        let lines_by_name = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("ndjson"));
+        let format = if first == Some(b'[') && !lines_by_name {
             input.consume(1);
             Format::JsonArray
         } else {
@@ -135,12 +139,13 @@ impl DatasetReader {
         loop {
             self.line += 1;
             let position = Position::Line(self.line);
-            let (read, overflow) = match read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| {
-                (b == b'\n').then_some(Delim::Stop)
-            }) {
-                Ok(r) => r,
-                Err(source) => return Some(Err(self.read_error(position, source))),
-            };
+            let (read, overflow) =
+                match read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| {
+                    (b == b'\n').then_some(Delim::Stop)
+                }) {
+                    Ok(r) => r,
+                    Err(source) => return Some(Err(self.read_error(position, source))),
+                };
             if read == 0 {
                 self.done = true;
                 return None;
@@ -161,7 +166,9 @@ impl DatasetReader {
         let index = self.ordinal;
         let position = Position::Index(index);
         let mut scan = ElementScan::default();
-        let result = read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| scan.step(b));
+        let result = read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| {
+            scan.step(b)
+        });
         let (_, overflow) = match result {
             Ok(r) => r,
             Err(source) => return Some(Err(self.read_error(position, source))),
@@ -181,7 +188,10 @@ impl DatasetReader {
             Some(End::Comma) => {}
             None => {
                 self.done = true;
-                return Some(Err(DatasetError::Truncated { path: self.path.clone(), index }));
+                return Some(Err(DatasetError::Truncated {
+                    path: self.path.clone(),
+                    index,
+                }));
             }
         }
         if overflow {
@@ -198,7 +208,9 @@ impl DatasetReader {
     fn expect_eof(&mut self) -> Result<(), DatasetError> {
         match first_significant_byte(&mut self.input) {
             Ok(None) => Ok(()),
-            Ok(Some(_)) => Err(DatasetError::TrailingData { path: self.path.clone() }),
+            Ok(Some(_)) => Err(DatasetError::TrailingData {
+                path: self.path.clone(),
+            }),
             Err(source) => Err(self.read_error(Position::Index(self.ordinal), source)),
         }
     }
@@ -206,12 +218,20 @@ impl DatasetReader {
     fn record(&mut self, position: Position, value: Result<Value, String>) -> RawRecord {
         let ordinal = self.ordinal;
         self.ordinal += 1;
-        RawRecord { ordinal, position, value }
+        RawRecord {
+            ordinal,
+            position,
+            value,
+        }
     }
 
     fn read_error(&mut self, position: Position, source: io::Error) -> DatasetError {
         self.done = true;
-        DatasetError::Read { path: self.path.clone(), position, source }
+        DatasetError::Read {
+            path: self.path.clone(),
+            position,
+            source,
+        }
     }
 }
 
@@ -399,7 +419,11 @@ mod tests {
         assert_eq!(recs.len(), 3);
         let bad = ok(&recs[1]);
         assert_eq!(bad.position, Position::Line(2));
-        assert!(bad.value.as_ref().unwrap_err().starts_with("invalid JSON"), "{:?}", bad.value);
+        assert!(
+            bad.value.as_ref().unwrap_err().starts_with("invalid JSON"),
+            "{:?}",
+            bad.value
+        );
         assert!(ok(&recs[2]).value.is_ok());
     }
 
@@ -458,14 +482,21 @@ mod tests {
     #[test]
     fn trailing_text_after_array_is_an_error() {
         let recs = read(br#"[{"a":1}] junk"#);
-        assert!(matches!(recs.last(), Some(Err(DatasetError::TrailingData { .. }))));
+        assert!(matches!(
+            recs.last(),
+            Some(Err(DatasetError::TrailingData { .. }))
+        ));
     }
 
     #[test]
     fn oversized_record_is_skipped_not_loaded() {
         let big = format!("{{\"a\":\"{}\"}}\n{{\"a\":1}}\n", "x".repeat(100));
         let recs = read_max(big.as_bytes(), 50);
-        assert!(ok(&recs[0]).value.as_ref().unwrap_err().contains("larger than"));
+        assert!(ok(&recs[0])
+            .value
+            .as_ref()
+            .unwrap_err()
+            .contains("larger than"));
         assert!(ok(&recs[1]).value.is_ok());
     }
 
@@ -473,12 +504,38 @@ mod tests {
     fn ten_megabyte_field_loads() {
         let big = format!("{{\"a\":\"{}\"}}\n", "y".repeat(10 * 1024 * 1024));
         let recs = read(big.as_bytes());
-        assert_eq!(ok(&recs[0]).value.as_ref().unwrap()["a"].as_str().unwrap().len(), 10 << 20);
+        assert_eq!(
+            ok(&recs[0]).value.as_ref().unwrap()["a"]
+                .as_str()
+                .unwrap()
+                .len(),
+            10 << 20
+        );
+    }
+
+    #[test]
+    fn jsonl_extension_keeps_a_leading_array_line_a_bad_line() {
+        let text = b"[1, 2]\n{\"a\":1}\n".to_vec();
+        let recs: Vec<_> =
+            DatasetReader::from_reader(Path::new("d.jsonl"), Box::new(io::Cursor::new(text)), 1024)
+                .unwrap()
+                .collect();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(ok(&recs[0]).position, Position::Line(1));
+        assert!(
+            ok(&recs[0]).value.is_ok(),
+            "a valid JSON line; the suite rejects it as not an object"
+        );
+        assert_eq!(ok(&recs[1]).position, Position::Line(2));
     }
 
     #[test]
     fn missing_file_is_a_clear_error() {
-        let err = DatasetReader::open(Path::new("/nonexistent/data.jsonl")).err().unwrap();
-        assert!(err.to_string().contains("cannot open dataset '/nonexistent/data.jsonl'"));
+        let err = DatasetReader::open(Path::new("/nonexistent/data.jsonl"))
+            .err()
+            .unwrap();
+        assert!(err
+            .to_string()
+            .contains("cannot open dataset '/nonexistent/data.jsonl'"));
     }
 }

@@ -37,7 +37,10 @@ pub struct Gate {
 impl Gate {
     /// Whether the item fails this gate. `facts` looks up the item's condition facts.
     pub fn fails(&self, value: Option<f64>, facts: &dyn Fn(&str) -> Option<Value>) -> bool {
-        let applies = self.when.iter().all(|(k, want)| facts(k).as_ref() == Some(want));
+        let applies = self
+            .when
+            .iter()
+            .all(|(k, want)| facts(k).as_ref() == Some(want));
         match value {
             Some(v) if applies => match self.op {
                 GateOp::Below => v < self.threshold,

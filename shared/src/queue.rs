@@ -61,18 +61,37 @@ pub trait WorkQueue: Send + Sync + 'static {
     fn next(&self) -> impl Future<Output = Result<Option<Self::Delivery>, QueueError>> + Send;
 }
 
-/// The embedded queue: publishers wait while `capacity` messages are queued (so memory stays
-/// flat however large the dataset), requeues never wait (so consumers cannot deadlock on a full
+/// The embedded queue: publishers wait while `capacity` chunks are queued (so memory stays flat
+/// however large the dataset), requeues never wait (so consumers cannot deadlock on a full
 /// channel), and it closes itself once the producer is done and every message is settled.
-#[derive(Clone)]
+///
+/// Messages travel in chunks of up to `chunk`: handing examples over one by one costs a thread
+/// wake-up each, more than a heuristic evaluation itself. A consumer works through its chunk
+/// alone, so `chunk` is 1 when evaluations wait on the network (one slow judge call must not hold
+/// other messages back) and larger when they are CPU-bound. Each clone has its own chunk buffer:
+/// give every consumer task its own clone.
 pub struct InProcessQueue {
     inner: Arc<Inner>,
+    local: Mutex<std::collections::VecDeque<(Message, bool)>>,
 }
 
+impl Clone for InProcessQueue {
+    fn clone(&self) -> Self {
+        InProcessQueue {
+            inner: self.inner.clone(),
+            local: Mutex::new(Default::default()),
+        }
+    }
+}
+
+type Chunk = Vec<(Message, bool)>;
+
 struct Inner {
-    tx: async_channel::Sender<(Message, bool)>,
-    rx: async_channel::Receiver<(Message, bool)>,
-    /// One token per queued first delivery; a full channel here is the publisher's backpressure.
+    tx: async_channel::Sender<Chunk>,
+    rx: async_channel::Receiver<Chunk>,
+    chunk: usize,
+    /// One token per queued chunk of first deliveries; a full channel here is the publisher's
+    /// backpressure.
     permits: (async_channel::Sender<()>, async_channel::Receiver<()>),
     /// Published but not yet acked or rejected.
     outstanding: AtomicU64,
@@ -81,39 +100,50 @@ struct Inner {
 }
 
 impl InProcessQueue {
-    pub fn new(capacity: usize) -> Self {
+    /// A queue holding at most `capacity` messages in chunks of `chunk`.
+    pub fn new(capacity: usize, chunk: usize) -> Self {
+        let chunk = chunk.max(1);
         let (tx, rx) = async_channel::unbounded();
         InProcessQueue {
             inner: Arc::new(Inner {
                 tx,
                 rx,
-                permits: async_channel::bounded(capacity.max(1)),
+                chunk,
+                permits: async_channel::bounded(capacity.div_ceil(chunk).max(1)),
                 outstanding: AtomicU64::new(0),
                 producer_done: AtomicBool::new(false),
                 dead: Mutex::new(Vec::new()),
             }),
+            local: Mutex::new(Default::default()),
         }
     }
 
     /// No more messages will be published: consumers stop once the rest are settled.
     pub fn finish_publishing(&self) {
         self.inner.producer_done.store(true, Ordering::SeqCst);
-        self.close_if_drained();
+        self.inner.close_if_drained();
     }
 
     /// Messages rejected as poison.
     pub fn dead_letters(&self) -> Vec<Message> {
-        self.inner.dead.lock().map(|d| d.clone()).unwrap_or_default()
+        self.inner
+            .dead
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default()
     }
+}
 
+impl Inner {
     fn settle(&self) {
-        self.inner.outstanding.fetch_sub(1, Ordering::SeqCst);
+        self.outstanding.fetch_sub(1, Ordering::SeqCst);
         self.close_if_drained();
     }
 
     fn close_if_drained(&self) {
-        if self.inner.producer_done.load(Ordering::SeqCst) && self.inner.outstanding.load(Ordering::SeqCst) == 0 {
-            self.inner.tx.close();
+        if self.producer_done.load(Ordering::SeqCst) && self.outstanding.load(Ordering::SeqCst) == 0
+        {
+            self.tx.close();
         }
     }
 }
@@ -122,11 +152,19 @@ impl WorkQueue for InProcessQueue {
     type Delivery = InProcessDelivery;
 
     async fn publish(&self, batch: Vec<Message>) -> Result<(), QueueError> {
-        for msg in batch {
-            self.inner.permits.0.send(()).await.map_err(|_| QueueError::Closed)?;
-            self.inner.outstanding.fetch_add(1, Ordering::SeqCst);
-            if self.inner.tx.try_send((msg, false)).is_err() {
-                self.inner.outstanding.fetch_sub(1, Ordering::SeqCst);
+        let mut batch = batch.into_iter().map(|m| (m, false)).peekable();
+        while batch.peek().is_some() {
+            let chunk: Chunk = batch.by_ref().take(self.inner.chunk).collect();
+            self.inner
+                .permits
+                .0
+                .send(())
+                .await
+                .map_err(|_| QueueError::Closed)?;
+            let n = chunk.len() as u64;
+            self.inner.outstanding.fetch_add(n, Ordering::SeqCst);
+            if self.inner.tx.try_send(chunk).is_err() {
+                self.inner.outstanding.fetch_sub(n, Ordering::SeqCst);
                 return Err(QueueError::Closed);
             }
         }
@@ -134,18 +172,39 @@ impl WorkQueue for InProcessQueue {
     }
 
     async fn next(&self) -> Result<Option<InProcessDelivery>, QueueError> {
-        let Ok((message, redelivered)) = self.inner.rx.recv().await else {
-            return Ok(None);
+        let local = || {
+            self.local
+                .lock()
+                .map_err(|_| QueueError::Backend("queue buffer lock poisoned".into()))
         };
-        if !redelivered {
-            let _ = self.inner.permits.1.try_recv();
-        }
-        Ok(Some(InProcessDelivery { queue: self.clone(), message, redelivered }))
+        let buffered = local()?.pop_front();
+        let (message, redelivered) = match buffered {
+            Some(item) => item,
+            None => {
+                let Ok(chunk) = self.inner.rx.recv().await else {
+                    return Ok(None);
+                };
+                if chunk.iter().any(|(_, redelivered)| !redelivered) {
+                    let _ = self.inner.permits.1.try_recv();
+                }
+                let mut buffer = local()?;
+                buffer.extend(chunk);
+                match buffer.pop_front() {
+                    Some(item) => item,
+                    None => return Err(QueueError::Backend("received an empty chunk".into())),
+                }
+            }
+        };
+        Ok(Some(InProcessDelivery {
+            queue: self.inner.clone(),
+            message,
+            redelivered,
+        }))
     }
 }
 
 pub struct InProcessDelivery {
-    queue: InProcessQueue,
+    queue: Arc<Inner>,
     message: Message,
     redelivered: bool,
 }
@@ -166,11 +225,14 @@ impl Delivery for InProcessDelivery {
 
     async fn requeue(self) -> Result<(), QueueError> {
         // Still outstanding, so the channel cannot have closed under us; unbounded, so no wait.
-        self.queue.inner.tx.try_send((self.message, true)).map_err(|_| QueueError::Closed)
+        self.queue
+            .tx
+            .try_send(vec![(self.message, true)])
+            .map_err(|_| QueueError::Closed)
     }
 
     async fn reject(self) -> Result<(), QueueError> {
-        if let Ok(mut dead) = self.queue.inner.dead.lock() {
+        if let Ok(mut dead) = self.queue.dead.lock() {
             dead.push(self.message);
         }
         self.queue.settle();

@@ -62,7 +62,10 @@ pub struct JudgeId {
 
 impl JudgeId {
     pub fn heuristic() -> Self {
-        JudgeId { provider: "heuristic".into(), model: "heuristic".into() }
+        JudgeId {
+            provider: "heuristic".into(),
+            model: "heuristic".into(),
+        }
     }
 }
 
@@ -128,7 +131,14 @@ pub struct ResultRecord {
 
 impl ResultRecord {
     /// A record for an input that never became an example.
-    pub fn skipped(run_id: &str, suite: &str, index: u64, line: Option<u64>, id: String, reason: String) -> Self {
+    pub fn skipped(
+        run_id: &str,
+        suite: &str,
+        index: u64,
+        line: Option<u64>,
+        id: String,
+        reason: String,
+    ) -> Self {
         ResultRecord {
             run_id: run_id.to_owned(),
             index,
@@ -153,7 +163,9 @@ impl ResultRecord {
 
     /// A metric or judge score by name, for gates and aggregates.
     pub fn value(&self, name: &str) -> Option<f64> {
-        self.metrics.get(name).or_else(|| self.scores.get(name).and_then(|s| s.score))
+        self.metrics
+            .get(name)
+            .or_else(|| self.scores.get(name).and_then(|s| s.score))
     }
 }
 
@@ -186,12 +198,24 @@ macro_rules! ordered_map_serde {
         }
         impl<'de> Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let map = serde_json::Map::<String, Value>::deserialize(d)?;
-                map.into_iter()
-                    .map(|(k, v)| serde_json::from_value::<$v>(v).map(|v| (k, v)))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map(Self)
-                    .map_err(serde::de::Error::custom)
+                struct Entries;
+                impl<'de> serde::de::Visitor<'de> for Entries {
+                    type Value = Vec<(String, $v)>;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("a JSON object")
+                    }
+                    fn visit_map<A: serde::de::MapAccess<'de>>(
+                        self,
+                        mut map: A,
+                    ) -> Result<Self::Value, A::Error> {
+                        let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0));
+                        while let Some(entry) = map.next_entry::<String, $v>()? {
+                            out.push(entry);
+                        }
+                        Ok(out)
+                    }
+                }
+                d.deserialize_map(Entries).map(Self)
             }
         }
     };
@@ -206,15 +230,27 @@ mod tests {
 
     #[test]
     fn round_trips_through_json_keeping_order() {
-        let mut rec = ResultRecord::skipped("r", "rag-layers", 3, Some(5), "q1".into(), "bad".into());
+        let mut rec =
+            ResultRecord::skipped("r", "rag-layers", 3, Some(5), "q1".into(), "bad".into());
         rec.metrics = Metrics(vec![("zeta".into(), Some(0.5)), ("alpha".into(), None)]);
         rec.scores = Scores(vec![(
             "tone".into(),
-            Score { score: Some(4.0), reasoning: "ok".into(), judge: JudgeId::heuristic(), unscored: None },
+            Score {
+                score: Some(4.0),
+                reasoning: "ok".into(),
+                judge: JudgeId::heuristic(),
+                unscored: None,
+            },
         )]);
         let text = serde_json::to_string(&rec).unwrap();
-        assert!(text.contains(r#""metrics":{"zeta":0.5,"alpha":null}"#), "{text}");
-        assert!(text.contains(r#""score":4,"#), "integral scores print as integers: {text}");
+        assert!(
+            text.contains(r#""metrics":{"zeta":0.5,"alpha":null}"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""score":4,"#),
+            "integral scores print as integers: {text}"
+        );
         let back: ResultRecord = serde_json::from_str(&text).unwrap();
         assert_eq!(back, rec);
         assert_eq!(back.value("tone"), Some(4.0));

@@ -56,7 +56,10 @@ mod tests {
         assert_eq!(rules.provider_of("gpt-4o"), Some("openai"));
         assert_eq!(rules.provider_of("  GPT-4o-mini "), Some("openai"));
         assert_eq!(rules.provider_of("o3-mini"), Some("openai"));
-        assert_eq!(rules.provider_of("Claude-Sonnet-4-20250514"), Some("anthropic"));
+        assert_eq!(
+            rules.provider_of("Claude-Sonnet-4-20250514"),
+            Some("anthropic")
+        );
         assert_eq!(rules.provider_of("llama-3-70b"), None);
         assert_eq!(rules.provider_of("o1"), None);
     }

@@ -54,12 +54,18 @@ pub enum StoreError {
     #[error("result store: {0}")]
     Backend(String),
     #[error("stored result {index} of run '{run}' does not parse: {message}")]
-    Corrupt { run: String, index: u64, message: String },
+    Corrupt {
+        run: String,
+        index: u64,
+        message: String,
+    },
 }
 
 pub trait ResultStore: Send + Sync + 'static {
     /// Stores a record, counts it and emits its event, atomically and at most once per index.
-    fn put(&self, rec: &ResultRecord) -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
+    /// Takes the record: the event carries it on to the aggregator without a copy.
+    fn put(&self, rec: ResultRecord)
+        -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
     /// The outcome counts of a run.
     fn counts(&self, run_id: &str) -> impl Future<Output = Result<Counts, StoreError>> + Send;
 }
@@ -78,42 +84,77 @@ struct Spill {
     end: u64,
     slots: Vec<Slot>,
     counts: Counts,
+    /// Stored records not yet handed to the aggregator.
+    pending: Vec<ResultRecord>,
 }
 
-/// The embedded store for one run. Stored records are also sent to the aggregator's channel.
+/// The embedded store for one run. Stored records are also sent to the aggregator's channel,
+/// in batches of `event_batch` (one channel hand-over per record would cost a thread wake-up
+/// each, more than folding the record).
 pub struct InProcessStore {
     run_id: String,
     file: File,
     spill: Mutex<Spill>,
-    events: async_channel::Sender<ResultRecord>,
+    events: async_channel::Sender<Vec<ResultRecord>>,
+    event_batch: usize,
 }
 
 impl InProcessStore {
-    /// A store for `run_id` and the receiving end of its event channel (`capacity` events may
-    /// wait for the aggregator before `put` waits too).
-    pub fn new(run_id: &str, capacity: usize) -> io::Result<(Self, async_channel::Receiver<ResultRecord>)> {
+    /// A store for `run_id` and the receiving end of its event channel: batches of up to
+    /// `event_batch` records, at most `capacity` batches waiting before `put` waits too.
+    pub fn new(
+        run_id: &str,
+        capacity: usize,
+        event_batch: usize,
+    ) -> io::Result<(Self, async_channel::Receiver<Vec<ResultRecord>>)> {
         let file = tempfile::tempfile()?;
         let writer = BufWriter::with_capacity(1 << 20, file.try_clone()?);
         let (tx, rx) = async_channel::bounded(capacity.max(1));
-        let spill = Spill { writer, end: 0, slots: Vec::new(), counts: Counts::default() };
-        Ok((InProcessStore { run_id: run_id.to_owned(), file, spill: Mutex::new(spill), events: tx }, rx))
+        let spill = Spill {
+            writer,
+            end: 0,
+            slots: Vec::new(),
+            counts: Counts::default(),
+            pending: Vec::new(),
+        };
+        let store = InProcessStore {
+            run_id: run_id.to_owned(),
+            file,
+            spill: Mutex::new(spill),
+            events: tx,
+            event_batch: event_batch.max(1),
+        };
+        Ok((store, rx))
     }
 
-    /// No more results will be stored: the event channel ends once drained.
-    pub fn close_events(&self) {
+    /// No more results will be stored: hands over the last events; the channel ends once drained.
+    pub async fn close_events(&self) {
+        let rest = self
+            .lock()
+            .map(|mut s| std::mem::take(&mut s.pending))
+            .unwrap_or_default();
+        if !rest.is_empty() {
+            let _ = self.events.send(rest).await;
+        }
         self.events.close();
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Spill>, StoreError> {
-        self.spill.lock().map_err(|_| StoreError::Backend("spill file lock poisoned".into()))
+        self.spill
+            .lock()
+            .map_err(|_| StoreError::Backend("spill file lock poisoned".into()))
     }
 
-    fn write(&self, rec: &ResultRecord) -> Result<PutOutcome, StoreError> {
-        let bytes = serde_json::to_vec(rec).map_err(|e| StoreError::Backend(e.to_string()))?;
+    /// Stores the record; returns a full batch of events to hand over, if this one filled it.
+    fn write(
+        &self,
+        rec: ResultRecord,
+    ) -> Result<(PutOutcome, Option<Vec<ResultRecord>>), StoreError> {
+        let bytes = serde_json::to_vec(&rec).map_err(|e| StoreError::Backend(e.to_string()))?;
         let mut spill = self.lock()?;
         let i = rec.index as usize;
         if spill.slots.get(i).is_some_and(|s| s.len > 0) {
-            return Ok(PutOutcome::AlreadyStored);
+            return Ok((PutOutcome::AlreadyStored, None));
         }
         if spill.slots.len() <= i {
             spill.slots.resize(i + 1, Slot::default());
@@ -121,21 +162,31 @@ impl InProcessStore {
         spill.writer.write_all(&bytes)?;
         let offset = spill.end;
         spill.end += bytes.len() as u64;
-        spill.slots[i] = Slot { offset, len: bytes.len() as u32, outcome: rec.outcome as u8 };
+        spill.slots[i] = Slot {
+            offset,
+            len: bytes.len() as u32,
+            outcome: rec.outcome as u8,
+        };
         spill.counts.add(rec.outcome);
-        Ok(PutOutcome::Stored)
+        spill.pending.push(rec);
+        let full =
+            (spill.pending.len() >= self.event_batch).then(|| std::mem::take(&mut spill.pending));
+        Ok((PutOutcome::Stored, full))
     }
 }
 
 impl ResultStore for InProcessStore {
-    async fn put(&self, rec: &ResultRecord) -> Result<PutOutcome, StoreError> {
+    async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
         if rec.run_id != self.run_id {
-            return Err(StoreError::Backend(format!("this store holds run '{}', not '{}'", self.run_id, rec.run_id)));
+            return Err(StoreError::Backend(format!(
+                "this store holds run '{}', not '{}'",
+                self.run_id, rec.run_id
+            )));
         }
-        let outcome = self.write(rec)?;
-        if outcome == PutOutcome::Stored {
-            // A closed channel means nobody aggregates (e.g. `validate`): the record is stored.
-            let _ = self.events.send(rec.clone()).await;
+        let (outcome, events) = self.write(rec)?;
+        if let Some(events) = events {
+            // A closed channel means nobody aggregates: the record is stored all the same.
+            let _ = self.events.send(events).await;
         }
         Ok(outcome)
     }
@@ -153,18 +204,31 @@ impl ItemSource for InProcessStore {
     ) -> Result<(), ReportError> {
         let source = |e: io::Error| ReportError::Source(e.to_string());
         let slots: Vec<Slot> = {
-            let mut spill = self.lock().map_err(|e| ReportError::Source(e.to_string()))?;
+            let mut spill = self
+                .lock()
+                .map_err(|e| ReportError::Source(e.to_string()))?;
             spill.writer.flush().map_err(source)?;
             spill.slots.clone()
         };
-        let mut reader = ChunkReader { file: &self.file, buf: Vec::new(), start: 0 };
+        let mut reader = ChunkReader {
+            file: &self.file,
+            buf: Vec::new(),
+            start: 0,
+        };
         for (index, slot) in slots.iter().enumerate() {
             if slot.len == 0 || only.is_some_and(|o| o as u8 != slot.outcome) {
                 continue;
             }
             let bytes = reader.get(slot.offset, slot.len as usize).map_err(source)?;
             let rec: ResultRecord = serde_json::from_slice(bytes).map_err(|e| {
-                ReportError::Source(StoreError::Corrupt { run: self.run_id.clone(), index: index as u64, message: e.to_string() }.to_string())
+                ReportError::Source(
+                    StoreError::Corrupt {
+                        run: self.run_id.clone(),
+                        index: index as u64,
+                        message: e.to_string(),
+                    }
+                    .to_string(),
+                )
             })?;
             f(&rec)?;
         }
@@ -188,14 +252,19 @@ impl ChunkReader<'_> {
             self.buf.resize(want, 0);
             let mut filled = 0;
             while filled < want {
-                let n = self.file.read_at(&mut self.buf[filled..], offset + filled as u64)?;
+                let n = self
+                    .file
+                    .read_at(&mut self.buf[filled..], offset + filled as u64)?;
                 if n == 0 {
                     break;
                 }
                 filled += n;
             }
             if filled < len {
-                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "spill file shorter than its index"));
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "spill file shorter than its index",
+                ));
             }
             self.buf.truncate(filled);
             self.start = offset;
@@ -210,45 +279,74 @@ mod tests {
     use super::*;
 
     fn rec(index: u64, outcome: Outcome) -> ResultRecord {
-        let mut r = ResultRecord::skipped("r1", "support-judge", index, None, format!("id{index}"), "x".into());
+        let mut r = ResultRecord::skipped(
+            "r1",
+            "support-judge",
+            index,
+            None,
+            format!("id{index}"),
+            "x".into(),
+        );
         r.outcome = outcome;
         r
     }
 
     fn collect(store: &InProcessStore, only: Option<Outcome>) -> Vec<u64> {
         let mut seen = Vec::new();
-        store.for_each_item(only, &mut |r| {
-            seen.push(r.index);
-            Ok(())
-        }).unwrap();
+        store
+            .for_each_item(only, &mut |r| {
+                seen.push(r.index);
+                Ok(())
+            })
+            .unwrap();
         seen
     }
 
     #[test]
     fn stores_once_per_index_and_streams_in_index_order() {
-        let (store, events) = InProcessStore::new("r1", 16).unwrap();
+        let (store, events) = InProcessStore::new("r1", 16, 3).unwrap();
         for i in [3, 0, 2, 1] {
             let o = if i == 2 { Outcome::Failed } else { Outcome::Ok };
-            assert_eq!(block_on(store.put(&rec(i, o))).unwrap(), PutOutcome::Stored);
+            assert_eq!(block_on(store.put(rec(i, o))).unwrap(), PutOutcome::Stored);
         }
-        assert_eq!(block_on(store.put(&rec(2, Outcome::Ok))).unwrap(), PutOutcome::AlreadyStored);
-        assert_eq!(block_on(store.counts("r1")).unwrap(), Counts { ok: 3, failed: 1, skipped: 0 });
-        assert_eq!(events.len(), 4, "the redelivery emitted no event");
+        assert_eq!(
+            block_on(store.put(rec(2, Outcome::Ok))).unwrap(),
+            PutOutcome::AlreadyStored
+        );
+        assert_eq!(
+            block_on(store.counts("r1")).unwrap(),
+            Counts {
+                ok: 3,
+                failed: 1,
+                skipped: 0
+            }
+        );
+        assert_eq!(events.len(), 1, "one full batch of three so far");
+        block_on(store.close_events());
+        let handed: Vec<u64> = std::iter::from_fn(|| events.try_recv().ok())
+            .flatten()
+            .map(|r| r.index)
+            .collect();
+        assert_eq!(handed, vec![3, 0, 2, 1], "the redelivery emitted no event");
         assert_eq!(collect(&store, None), vec![0, 1, 2, 3]);
         assert_eq!(collect(&store, Some(Outcome::Failed)), vec![2]);
-        assert!(block_on(store.put(&ResultRecord { run_id: "other".into(), ..rec(9, Outcome::Ok) })).is_err());
+        assert!(block_on(store.put(ResultRecord {
+            run_id: "other".into(),
+            ..rec(9, Outcome::Ok)
+        }))
+        .is_err());
     }
 
     #[test]
     fn large_runs_read_back_across_chunks() {
-        let (store, events) = InProcessStore::new("r1", 1).unwrap();
-        store.close_events();
+        let (store, events) = InProcessStore::new("r1", 1, 1).unwrap();
+        block_on(store.close_events());
         drop(events);
         let big = "z".repeat(3000);
         for i in (0..2000).rev() {
             let mut r = rec(i, Outcome::Ok);
             r.reason = Some(big.clone());
-            block_on(store.put(&r)).unwrap();
+            block_on(store.put(r)).unwrap();
         }
         let all = collect(&store, None);
         assert_eq!(all.len(), 2000);

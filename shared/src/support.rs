@@ -6,7 +6,6 @@
 use serde_json::{Map, Value};
 
 use crate::routing::ProviderRules;
-use crate::text::words;
 
 /// The required fields, in the order they are checked.
 pub const FIELDS: [&str; 5] = ["id", "ticket", "response", "model", "prompt_version"];
@@ -63,30 +62,117 @@ fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a st
     }
 }
 
-/// Words that carry no topic: left out of the relevance heuristic's keywords.
+/// Words that carry no topic: left out of the relevance heuristic's keywords. Sorted, for binary search.
 const STOPWORDS: &[&str] = &[
-    "about", "after", "again", "also", "been", "before", "being", "cant", "could", "does",
-    "doesn", "from", "have", "into", "just", "keep", "keeps", "like", "more", "need", "only",
-    "over", "should", "some", "still", "than", "that", "their", "them", "then", "there", "these",
-    "they", "this", "what", "when", "where", "which", "while", "will", "with", "would", "your",
-    "getting", "trying", "want", "since", "today", "every", "what's", "went", "yesterday",
-    "seconds", "minutes", "hours", "please", "help", "thanks", "anyone", "because", "without",
+    "about",
+    "after",
+    "again",
+    "also",
+    "anyone",
+    "because",
+    "been",
+    "before",
+    "being",
+    "cant",
+    "could",
+    "does",
+    "doesn",
+    "every",
+    "from",
+    "getting",
+    "have",
+    "help",
+    "hours",
+    "into",
+    "just",
+    "keep",
+    "keeps",
+    "like",
+    "minutes",
+    "more",
+    "need",
+    "only",
+    "over",
+    "please",
+    "seconds",
+    "should",
+    "since",
+    "some",
+    "still",
+    "than",
+    "thanks",
+    "that",
+    "their",
+    "them",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "today",
+    "trying",
+    "want",
+    "went",
+    "what",
+    "what's",
+    "when",
+    "where",
+    "which",
+    "while",
+    "will",
+    "with",
+    "without",
+    "would",
+    "yesterday",
+    "your",
 ];
 
 /// Markers of an unprofessional register; each one found costs a point of tone (at most three).
 const INFORMAL: &[&str] = &[
-    "lol", "lmao", "omg", "hey!", "gonna", "wanna", "dunno", "you know", "so like", "kinda",
-    "tbh", "idk", "no worries!", "haha", "btw",
+    "lol",
+    "lmao",
+    "omg",
+    "hey!",
+    "gonna",
+    "wanna",
+    "dunno",
+    "you know",
+    "so like",
+    "kinda",
+    "tbh",
+    "idk",
+    "no worries!",
+    "haha",
+    "btw",
 ];
 
-/// Keyword stems: a word's first five letters, so `connect` and `connection` meet.
-fn stems(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = words(text)
-        .into_iter()
-        .filter(|w| w.chars().count() >= 4 && !STOPWORDS.contains(&w.as_str()))
-        .map(|w| w.chars().take(5).collect())
-        .collect();
-    out.sort();
+/// All informal markers in one case-insensitive automaton: one pass over the response.
+static INFORMAL_RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let alternation: Vec<String> = INFORMAL.iter().map(|m| regex::escape(m)).collect();
+    regex::Regex::new(&format!("(?i){}", alternation.join("|")))
+        .expect("the informal markers form a valid regex")
+});
+
+/// Keyword stems: a word's first five letters (lowercase), so `connect` and `connection` meet.
+fn stems(text: &str) -> Vec<[char; 5]> {
+    let mut lower = String::new();
+    let mut out: Vec<[char; 5]> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.len() < 4 || word.chars().nth(3).is_none() {
+            continue;
+        }
+        lower.clear();
+        lower.extend(word.chars().flat_map(char::to_lowercase));
+        if STOPWORDS.binary_search(&lower.as_str()).is_ok() {
+            continue;
+        }
+        let mut stem = ['\0'; 5];
+        stem.iter_mut()
+            .zip(lower.chars())
+            .for_each(|(slot, c)| *slot = c);
+        out.push(stem);
+    }
+    out.sort_unstable();
     out.dedup();
     out
 }
@@ -98,9 +184,15 @@ pub fn heuristic_relevance(ticket: &str, response: &str) -> (u8, String) {
     let wanted = stems(ticket);
     let have = stems(response);
     if wanted.is_empty() {
-        return (3, "heuristic: the ticket has no keywords to look for".to_owned());
+        return (
+            3,
+            "heuristic: the ticket has no keywords to look for".to_owned(),
+        );
     }
-    let found = wanted.iter().filter(|w| have.binary_search(w).is_ok()).count();
+    let found = wanted
+        .iter()
+        .filter(|w| have.binary_search(w).is_ok())
+        .count();
     let coverage = found as f64 / wanted.len() as f64;
     let score = 1 + (4.0 * (coverage / 0.4).min(1.0)).round() as u8;
     let reasoning = format!(
@@ -114,9 +206,18 @@ pub fn heuristic_relevance(ticket: &str, response: &str) -> (u8, String) {
 /// Offline tone, 1–5: starts at 5 and loses points for informal markers, shouting, piled-up
 /// exclamation marks, rambling length or a curt reply.
 pub fn heuristic_tone(response: &str) -> (u8, String) {
-    let lower = response.to_lowercase();
     let mut penalties: Vec<String> = Vec::new();
-    let informal: Vec<&str> = INFORMAL.iter().copied().filter(|m| lower.contains(m)).collect();
+    let mut informal: Vec<&str> = INFORMAL_RE
+        .find_iter(response)
+        .filter_map(|m| {
+            INFORMAL
+                .iter()
+                .copied()
+                .find(|i| i.eq_ignore_ascii_case(m.as_str()))
+        })
+        .collect();
+    informal.sort_unstable();
+    informal.dedup();
     if !informal.is_empty() {
         penalties.push(format!("informal ({})", informal.join(", ")));
     }
@@ -125,7 +226,15 @@ pub fn heuristic_tone(response: &str) -> (u8, String) {
         score -= 1;
         penalties.push("several exclamation marks".to_owned());
     }
-    let n_words = response.split_whitespace().count();
+    let (mut n_words, mut shouting) = (0, 0);
+    for w in response.split_whitespace() {
+        n_words += 1;
+        if w.chars().filter(|c| c.is_alphabetic()).count() >= 4
+            && !w.chars().any(char::is_lowercase)
+        {
+            shouting += 1;
+        }
+    }
     if n_words > 250 {
         score -= 2;
         penalties.push(format!("very verbose ({n_words} words)"));
@@ -136,11 +245,6 @@ pub fn heuristic_tone(response: &str) -> (u8, String) {
         score -= 1;
         penalties.push("curt".to_owned());
     }
-    let shouting = response
-        .split_whitespace()
-        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 4)
-        .filter(|w| w.chars().all(|c| !c.is_lowercase()))
-        .count();
     if shouting >= 3 {
         score -= 1;
         penalties.push("shouting".to_owned());
@@ -198,8 +302,14 @@ mod tests {
 
     #[test]
     fn first_problem_in_field_order_wins() {
-        assert_eq!(check(json!({"ticket": 3})).unwrap_err(), "Missing 'id' field");
-        assert_eq!(check(json!({"id": "a", "response": 1})).unwrap_err(), "Missing 'ticket' field");
+        assert_eq!(
+            check(json!({"ticket": 3})).unwrap_err(),
+            "Missing 'id' field"
+        );
+        assert_eq!(
+            check(json!({"id": "a", "response": 1})).unwrap_err(),
+            "Missing 'ticket' field"
+        );
         let mut v = valid();
         v["prompt_version"] = json!("");
         v["model"] = json!("llama-3");
@@ -210,7 +320,10 @@ mod tests {
     fn unknown_provider_comes_after_field_checks_and_keeps_model_as_given() {
         let mut v = valid();
         v["model"] = json!(" Llama-3 ");
-        assert_eq!(check(v).unwrap_err(), "Unknown model provider for:  Llama-3 ");
+        assert_eq!(
+            check(v).unwrap_err(),
+            "Unknown model provider for:  Llama-3 "
+        );
     }
 
     #[test]
@@ -220,15 +333,22 @@ mod tests {
                  lol. Databases need internet to work I think.";
         let (score, why) = heuristic_tone(r);
         assert_eq!(score, 2, "{why}");
-        assert_eq!(heuristic_tone("Increase the heap with -Xmx4g in JAVA_OPTS and rerun the build.").0, 5);
+        assert_eq!(
+            heuristic_tone("Increase the heap with -Xmx4g in JAVA_OPTS and rerun the build.").0,
+            5
+        );
     }
 
     #[test]
     fn relevance_follows_keyword_coverage() {
         let ticket = "Jenkins pipeline failing with OOM error on build step, Java heap space";
-        let good = "Increase the Java heap for the Jenkins pipeline build step: the OOM error means \
+        let good =
+            "Increase the Java heap for the Jenkins pipeline build step: the OOM error means \
                     heap space ran out; set -Xmx4g.";
         assert_eq!(heuristic_relevance(ticket, good).0, 5);
-        assert_eq!(heuristic_relevance(ticket, "Please restart your router.").0, 1);
+        assert_eq!(
+            heuristic_relevance(ticket, "Please restart your router.").0,
+            1
+        );
     }
 }

@@ -53,7 +53,10 @@ mod tests {
 
     #[test]
     fn answer_tokens_keep_underscore_and_unicode() {
-        assert_eq!(answer_tokens("  SoS는 5%, lip_care!"), vec!["sos는", "5", "lip_care"]);
+        assert_eq!(
+            answer_tokens("  SoS는 5%, lip_care!"),
+            vec!["sos는", "5", "lip_care"]
+        );
     }
 
     #[test]

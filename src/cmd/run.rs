@@ -48,9 +48,15 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
     let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
-    let out = args.out.clone().unwrap_or_else(|| config.reports_dir.join(&run_id));
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| config.reports_dir.join(&run_id));
     let suite = Arc::new(suite);
     let dataset_dir = args.dataset.parent().map(Path::to_path_buf);
     let started_at = jiff::Timestamp::now();
@@ -59,15 +65,33 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (agg, store) = runtime.block_on(async {
         let read = Arc::new(Progress::default());
         let reader = open_dataset(&args.dataset, read.clone())?;
-        let validator = Validator::new(Evaluator::new(suite.clone(), config.model_prefixes.clone(), dataset_dir.clone()));
-        let queue = InProcessQueue::new(concurrency * 8);
-        let (store, events) = InProcessStore::new(&run_id, 8192).context("creating the result spill file")?;
+        let validator = Validator::new(Evaluator::new(
+            suite.clone(),
+            config.model_prefixes.clone(),
+            dataset_dir.clone(),
+        ));
+        // Offline judges are CPU-bound: hand work over in chunks to save thread wake-ups.
+        let (chunk, event_batch) = (64, 256);
+        let queue = InProcessQueue::new(concurrency * chunk * 4, chunk);
+        let (store, events) = InProcessStore::new(&run_id, 64, event_batch)
+            .context("creating the result spill file")?;
         let store = Arc::new(store);
-        let pipeline = Arc::new(Pipeline { suite: suite.clone(), rules: config.model_prefixes.clone(), dataset_dir, judge: Judge::new(args.judge) });
+        let pipeline = Arc::new(Pipeline {
+            suite: suite.clone(),
+            rules: config.model_prefixes.clone(),
+            dataset_dir,
+            judge: Judge::new(args.judge),
+        });
         let evaluated = Arc::new(AtomicU64::new(0));
         let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
 
-        let workers = tokio::spawn(run_workers(queue.clone(), store.clone(), pipeline, concurrency, Arc::new(WorkerStats::default())));
+        let workers = tokio::spawn(run_workers(
+            queue.clone(),
+            store.clone(),
+            pipeline,
+            concurrency,
+            Arc::new(WorkerStats::default()),
+        ));
         let agg_suite = suite.clone();
         let agg_seen = evaluated.clone();
         let aggregator = tokio::spawn(async move {
@@ -79,14 +103,18 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         queue.finish_publishing();
         produced?;
         workers.await.context("a worker task panicked")??;
-        store.close_events();
+        store.close_events().await;
         let agg = aggregator.await.context("the aggregator task panicked")?;
         progress.finish();
         anyhow::Ok((agg, store))
     })?;
 
     if agg.totals.examples == 0 {
-        return Err(BadInput(format!("dataset '{}' contains no records", args.dataset.display())).into());
+        return Err(BadInput(format!(
+            "dataset '{}' contains no records",
+            args.dataset.display()
+        ))
+        .into());
     }
     let info = RunInfo {
         id: run_id.clone(),
@@ -97,19 +125,37 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         finished_at: jiff::Timestamp::now().to_string(),
         duration_seconds: clock.elapsed().as_secs_f64(),
     };
-    let input = ReportInput { info: &info, suite: &suite, agg: &agg, items: store.as_ref() };
+    let input = ReportInput {
+        info: &info,
+        suite: &suite,
+        agg: &agg,
+        items: store.as_ref(),
+    };
     let paths = write_reports(&out, &input)?;
     print_summary(&input, &paths);
     if agg.all.total() == 0 {
-        return Err(BadInput(format!("no valid example in '{}': all {} records were skipped (see {})", args.dataset.display(), agg.totals.skipped, paths[0].display())).into());
+        return Err(BadInput(format!(
+            "no valid example in '{}': all {} records were skipped (see {})",
+            args.dataset.display(),
+            agg.totals.skipped,
+            paths[0].display()
+        ))
+        .into());
     }
-    Ok(if input.gates_passed() { Exit::Success } else { Exit::GatesFailed })
+    Ok(if input.gates_passed() {
+        Exit::Success
+    } else {
+        Exit::GatesFailed
+    })
 }
 
 fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
     let (agg, info) = (input.agg, input.info);
     let t = &agg.totals;
-    println!("evalfleet run {}: suite {} on {} (judge: {})", info.id, info.suite, info.dataset, info.judge);
+    println!(
+        "evalfleet run {}: suite {} on {} (judge: {})",
+        info.id, info.suite, info.dataset, info.judge
+    );
     println!(
         "  examples {} · ok {} · failed {} · skipped {} · passed {}/{} ({}) · {:.1} s",
         t.examples,
@@ -118,22 +164,47 @@ fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
         t.skipped,
         agg.all.passed,
         agg.all.total(),
-        agg.all.pass_rate().map_or("–".into(), |p| format!("{:.1}%", p * 100.0)),
+        agg.all
+            .pass_rate()
+            .map_or("–".into(), |p| format!("{:.1}%", p * 100.0)),
         info.duration_seconds
     );
     let checks: Vec<String> = input
         .gate_checks()
         .iter()
-        .map(|c| format!("{} {} (threshold {}){}", c.name, c.value.map_or("–".into(), |v| format!("{v:.3}")), c.threshold, if c.passed { "" } else { " FAILED" }))
+        .map(|c| {
+            format!(
+                "{} {} (threshold {}){}",
+                c.name,
+                c.value.map_or("–".into(), |v| format!("{v:.3}")),
+                c.threshold,
+                if c.passed { "" } else { " FAILED" }
+            )
+        })
         .collect();
-    println!("  run gates: {} — {}", if input.gates_passed() { "passed" } else { "FAILED" }, checks.join("; "));
+    println!(
+        "  run gates: {} — {}",
+        if input.gates_passed() {
+            "passed"
+        } else {
+            "FAILED"
+        },
+        checks.join("; ")
+    );
     if let Some(dir) = paths.first().and_then(|p| p.parent()) {
-        println!("  reports in {}: report.json summary.md report.html junit.xml", dir.display());
+        println!(
+            "  reports in {}: report.json summary.md report.html junit.xml",
+            dir.display()
+        );
     }
 }
 
 /// `run-20261123-071702-3f9a`: sortable by time, unique enough for one user's runs.
 fn new_run_id() -> String {
     let now = jiff::Zoned::now().with_time_zone(jiff::tz::TimeZone::UTC);
-    format!("run-{}-{:04x}", now.strftime("%Y%m%d-%H%M%S"), rand::random::<u16>())
+    format!(
+        "run-{}-{:04x}",
+        now.strftime("%Y%m%d-%H%M%S"),
+        rand::random::<u16>()
+    )
 }

@@ -22,13 +22,18 @@ pub struct ValidateArgs {
 pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     super::dataset_len(&args.dataset)?;
-    let evaluator = Evaluator::new(suite.into(), config.model_prefixes, args.dataset.parent().map(Path::to_path_buf));
+    let evaluator = Evaluator::new(
+        suite.into(),
+        config.model_prefixes,
+        args.dataset.parent().map(Path::to_path_buf),
+    );
     let mut validator = Validator::new(evaluator);
     let (mut valid, mut invalid) = (0u64, 0u64);
     for raw in DatasetReader::open(&args.dataset)? {
         let checked = match raw {
             Ok(raw) => validator.check(raw),
-            Err(e @ DatasetError::Truncated { .. }) | Err(e @ DatasetError::TrailingData { .. }) => {
+            Err(e @ DatasetError::Truncated { .. })
+            | Err(e @ DatasetError::TrailingData { .. }) => {
                 invalid += 1;
                 println!("{e}");
                 continue;
@@ -37,21 +42,45 @@ pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exi
         };
         match checked {
             Checked::Valid { .. } => valid += 1,
-            Checked::Skipped { position, id, reason, .. } => {
+            Checked::Skipped {
+                position,
+                id,
+                reason,
+                ..
+            } => {
                 invalid += 1;
                 if invalid as usize <= args.max_problems {
-                    let id = if id.is_empty() { String::new() } else { format!(" ({id})") };
+                    let id = if id.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({id})")
+                    };
                     println!("{}: {position}{id}: {reason}", args.dataset.display());
                 }
             }
         }
     }
     if valid + invalid == 0 {
-        return Err(BadInput(format!("dataset '{}' contains no records", args.dataset.display())).into());
+        return Err(BadInput(format!(
+            "dataset '{}' contains no records",
+            args.dataset.display()
+        ))
+        .into());
     }
     if invalid as usize > args.max_problems {
-        println!("… {} more problems not shown", invalid as usize - args.max_problems);
+        println!(
+            "… {} more problems not shown",
+            invalid as usize - args.max_problems
+        );
     }
-    println!("{}: {valid} valid, {invalid} invalid ({})", args.dataset.display(), args.suite);
-    Ok(if invalid == 0 { Exit::Success } else { Exit::GatesFailed })
+    println!(
+        "{}: {valid} valid, {invalid} invalid ({})",
+        args.dataset.display(),
+        args.suite
+    );
+    Ok(if invalid == 0 {
+        Exit::Success
+    } else {
+        Exit::GatesFailed
+    })
 }

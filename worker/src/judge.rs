@@ -49,9 +49,20 @@ impl Judge {
         match self {
             Judge::None => JudgeOutcome::default(),
             Judge::Heuristic => {
-                let scores: Vec<(String, Score)> =
-                    tasks.iter().map(|t| (t.dimension.name.clone(), heuristic_verdict(t.dimension, example))).collect();
-                JudgeOutcome { scores: Scores(scores), usage: Usage::default(), attempts: 1 }
+                let scores: Vec<(String, Score)> = tasks
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.dimension.name.clone(),
+                            heuristic_verdict(t.dimension, example),
+                        )
+                    })
+                    .collect();
+                JudgeOutcome {
+                    scores: Scores(scores),
+                    usage: Usage::default(),
+                    attempts: 1,
+                }
             }
         }
     }

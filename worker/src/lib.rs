@@ -34,19 +34,32 @@ pub struct WorkerStats {
 }
 
 /// Runs `concurrency` consumers until the queue is drained and closed.
-pub async fn run_workers<Q, S>(queue: Q, store: Arc<S>, pipeline: Arc<Pipeline>, concurrency: usize, stats: Arc<WorkerStats>) -> Result<(), WorkerError>
+pub async fn run_workers<Q, S>(
+    queue: Q,
+    store: Arc<S>,
+    pipeline: Arc<Pipeline>,
+    concurrency: usize,
+    stats: Arc<WorkerStats>,
+) -> Result<(), WorkerError>
 where
     Q: WorkQueue + Clone,
     S: ResultStore,
 {
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..concurrency.max(1) {
-        let (queue, store, pipeline, stats) = (queue.clone(), store.clone(), pipeline.clone(), stats.clone());
+        let (queue, store, pipeline, stats) = (
+            queue.clone(),
+            store.clone(),
+            pipeline.clone(),
+            stats.clone(),
+        );
         tasks.spawn(async move { consume(queue, store, pipeline, stats).await });
     }
     let mut first_error = None;
     while let Some(joined) = tasks.join_next().await {
-        let result = joined.map_err(|e| WorkerError::Task(e.to_string())).and_then(|r| r);
+        let result = joined
+            .map_err(|e| WorkerError::Task(e.to_string()))
+            .and_then(|r| r);
         if let Err(e) = result {
             first_error.get_or_insert(e);
         }
@@ -54,14 +67,19 @@ where
     first_error.map_or(Ok(()), Err)
 }
 
-async fn consume<Q: WorkQueue, S: ResultStore>(queue: Q, store: Arc<S>, pipeline: Arc<Pipeline>, stats: Arc<WorkerStats>) -> Result<(), WorkerError> {
+async fn consume<Q: WorkQueue, S: ResultStore>(
+    queue: Q,
+    store: Arc<S>,
+    pipeline: Arc<Pipeline>,
+    stats: Arc<WorkerStats>,
+) -> Result<(), WorkerError> {
     let mut evaluator = pipeline.evaluator();
     while let Some(delivery) = queue.next().await? {
         if delivery.redelivered() {
             stats.redelivered.fetch_add(1, Ordering::Relaxed);
         }
         let record = process(&mut evaluator, &pipeline.judge, delivery.message()).await;
-        match store.put(&record).await {
+        match store.put(record).await {
             Ok(outcome) => {
                 if outcome == PutOutcome::AlreadyStored {
                     stats.duplicates.fetch_add(1, Ordering::Relaxed);

@@ -25,7 +25,11 @@ pub struct Pipeline {
 impl Pipeline {
     /// An evaluator for one consumer task (it caches scenario files, so tasks do not share it).
     pub fn evaluator(&self) -> Evaluator {
-        Evaluator::new(self.suite.clone(), self.rules.clone(), self.dataset_dir.clone())
+        Evaluator::new(
+            self.suite.clone(),
+            self.rules.clone(),
+            self.dataset_dir.clone(),
+        )
     }
 }
 
@@ -36,8 +40,20 @@ pub async fn process(evaluator: &mut Evaluator, judge: &Judge, msg: &Message) ->
     let example = match evaluator.parse(&msg.example) {
         Ok(example) => example,
         Err(reason) => {
-            let id = msg.example.get("id").and_then(|v| v.as_str()).unwrap_or("").to_owned();
-            return ResultRecord::skipped(&msg.run_id, &evaluator.suite.name, msg.index, msg.line, id, reason);
+            let id = msg
+                .example
+                .get("id")
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_owned();
+            return ResultRecord::skipped(
+                &msg.run_id,
+                &evaluator.suite.name,
+                msg.index,
+                msg.line,
+                id,
+                reason,
+            );
         }
     };
     let suite = evaluator.suite.clone();
@@ -48,5 +64,12 @@ pub async fn process(evaluator: &mut Evaluator, judge: &Judge, msg: &Message) ->
         latency_ms: started.elapsed().as_secs_f64() * 1000.0,
         attempts: judged.attempts,
     };
-    evaluator.finish(&msg.run_id, msg.index, msg.line, &example, judged.scores, effort)
+    evaluator.finish(
+        &msg.run_id,
+        msg.index,
+        msg.line,
+        &example,
+        judged.scores,
+        effort,
+    )
 }

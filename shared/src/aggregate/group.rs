@@ -16,11 +16,19 @@ pub struct Hist {
 
 impl Hist {
     pub fn integer(min: i64, max: i64) -> Self {
-        Hist { lo: min as f64, hi: max as f64, bins: vec![0; (max - min + 1) as usize] }
+        Hist {
+            lo: min as f64,
+            hi: max as f64,
+            bins: vec![0; (max - min + 1) as usize],
+        }
     }
 
     pub fn unit() -> Self {
-        Hist { lo: 0.0, hi: 1.0, bins: vec![0; 10] }
+        Hist {
+            lo: 0.0,
+            hi: 1.0,
+            bins: vec![0; 10],
+        }
     }
 
     fn push(&mut self, x: f64) {
@@ -28,7 +36,9 @@ impl Hist {
         let i = if self.is_integer() {
             (x.round() - self.lo).clamp(0.0, (n - 1) as f64) as usize
         } else {
-            (((x - self.lo) / (self.hi - self.lo)) * n as f64).floor().clamp(0.0, (n - 1) as f64) as usize
+            (((x - self.lo) / (self.hi - self.lo)) * n as f64)
+                .floor()
+                .clamp(0.0, (n - 1) as f64) as usize
         };
         self.bins[i] += 1;
     }
@@ -94,7 +104,12 @@ impl GroupAcc {
 
     /// Folds one record. `metric_slots[i]` is the slot of the record's i-th metric and
     /// `score_slots[i]` that of its i-th score (None: not a suite dimension).
-    pub fn observe(&mut self, rec: &ResultRecord, metric_slots: &[usize], score_slots: &[Option<usize>]) {
+    pub fn observe(
+        &mut self,
+        rec: &ResultRecord,
+        metric_slots: &[usize],
+        score_slots: &[Option<usize>],
+    ) {
         match rec.outcome {
             Outcome::Skipped => return,
             Outcome::Failed => {
@@ -143,6 +158,10 @@ impl GroupAcc {
     }
 
     pub fn metric(&self, slot: usize) -> StatsSummary {
-        self.metrics.get(slot).cloned().unwrap_or_default().summary()
+        self.metrics
+            .get(slot)
+            .cloned()
+            .unwrap_or_default()
+            .summary()
     }
 }

@@ -48,6 +48,16 @@ pub struct RunGateCheck {
     pub passed: bool,
 }
 
+/// Joins a group key's parts internally; a control character no model name contains.
+const KEY_SEP: char = '\u{1f}';
+
+#[derive(Default)]
+struct Scratch {
+    key: String,
+    metric_slots: Vec<usize>,
+    score_slots: Vec<Option<usize>>,
+}
+
 pub struct RunAggregator {
     groupings: Vec<Grouping>,
     shapes: Vec<Shape>,
@@ -55,8 +65,11 @@ pub struct RunAggregator {
     metric_names: Vec<String>,
     pub totals: Totals,
     pub all: GroupAcc,
-    /// Per grouping: key values → accumulator, sorted by key.
-    pub groups: Vec<BTreeMap<Vec<String>, GroupAcc>>,
+    /// Per grouping: the key's parts joined by [`KEY_SEP`] → accumulator. Use [`Self::groups`]
+    /// for the parts, sorted.
+    groups: Vec<HashMap<String, GroupAcc>>,
+    /// Reused per record, so folding allocates nothing once every group exists.
+    scratch: Scratch,
     pub fail_reasons: HashMap<String, u64>,
     pub failure_reasons: BTreeMap<String, u64>,
     pub worst: HashMap<String, Vec<Worst>>,
@@ -70,12 +83,19 @@ impl RunAggregator {
         let shapes: Vec<Shape> = suite
             .dimensions
             .iter()
-            .map(|d| if d.unit { Shape::Unit } else { Shape::Integer(d.min, d.max) })
+            .map(|d| {
+                if d.unit {
+                    Shape::Unit
+                } else {
+                    Shape::Integer(d.min, d.max)
+                }
+            })
             .collect();
         RunAggregator {
             groupings: suite.group_by.clone(),
             all: GroupAcc::new(&shapes),
-            groups: vec![BTreeMap::new(); suite.group_by.len()],
+            groups: vec![HashMap::new(); suite.group_by.len()],
+            scratch: Scratch::default(),
             shapes,
             dimensions: suite.dimensions.iter().map(|d| d.name.clone()).collect(),
             metric_names: Vec::new(),
@@ -95,7 +115,10 @@ impl RunAggregator {
             Outcome::Failed => {
                 self.totals.failed += 1;
                 let reason = rec.reason.clone().unwrap_or_default();
-                *self.failure_reasons.entry(failure_kind(&reason)).or_default() += 1;
+                *self
+                    .failure_reasons
+                    .entry(failure_kind(&reason))
+                    .or_default() += 1;
             }
             Outcome::Skipped => {
                 self.totals.skipped += 1;
@@ -103,35 +126,104 @@ impl RunAggregator {
             }
         }
         self.usage.add(&rec.usage);
-        if let Some(ms) = rec.details.get("system_latency_ms").and_then(|v| v.as_f64()) {
+        if let Some(ms) = rec
+            .details
+            .get("system_latency_ms")
+            .and_then(|v| v.as_f64())
+        {
             self.system_latency_ms.push(ms);
         }
-        self.totals.unscored += rec.scores.0.iter().filter(|(_, s)| s.unscored.is_some()).count() as u64;
-        let metric_slots: Vec<usize> = rec.metrics.0.iter().enumerate().map(|(i, (n, _))| self.metric_slot(i, n)).collect();
-        let score_slots: Vec<Option<usize>> =
-            rec.scores.0.iter().map(|(n, _)| self.dimensions.iter().position(|d| d == n)).collect();
-        self.all.observe(rec, &metric_slots, &score_slots);
-        for (grouping, groups) in self.groupings.iter().zip(self.groups.iter_mut()) {
-            let key: Vec<String> = grouping
-                .keys
-                .iter()
-                .map(|k| rec.group.get(k).unwrap_or(UNKNOWN_KEY).to_owned())
-                .collect();
-            groups
-                .entry(key)
-                .or_insert_with(|| GroupAcc::new(&self.shapes))
-                .observe(rec, &metric_slots, &score_slots);
+        self.totals.unscored += rec
+            .scores
+            .0
+            .iter()
+            .filter(|(_, s)| s.unscored.is_some())
+            .count() as u64;
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.metric_slots.clear();
+        for (i, (name, _)) in rec.metrics.0.iter().enumerate() {
+            let slot = self.metric_slot(i, name);
+            scratch.metric_slots.push(slot);
         }
+        scratch.score_slots.clear();
+        scratch.score_slots.extend(
+            rec.scores
+                .0
+                .iter()
+                .map(|(n, _)| self.dimensions.iter().position(|d| d == n)),
+        );
+        self.all
+            .observe(rec, &scratch.metric_slots, &scratch.score_slots);
+        for (grouping, groups) in self.groupings.iter().zip(self.groups.iter_mut()) {
+            scratch.key.clear();
+            for (i, k) in grouping.keys.iter().enumerate() {
+                if i > 0 {
+                    scratch.key.push(KEY_SEP);
+                }
+                scratch
+                    .key
+                    .push_str(rec.group.get(k).unwrap_or(UNKNOWN_KEY));
+            }
+            let acc = match groups.get_mut(scratch.key.as_str()) {
+                Some(acc) => acc,
+                None => groups
+                    .entry(scratch.key.clone())
+                    .or_insert_with(|| GroupAcc::new(&self.shapes)),
+            };
+            acc.observe(rec, &scratch.metric_slots, &scratch.score_slots);
+        }
+        self.scratch = scratch;
         for tag in &rec.fail_tags {
-            *self.fail_reasons.entry(tag.clone()).or_default() += 1;
-            let worst = self.worst.entry(tag.clone()).or_default();
-            worst.push(Worst { index: rec.index, id: rec.id.clone(), overall_score: rec.overall_score });
-            worst.sort_by(|a, b| {
-                let score = |w: &Worst| w.overall_score.unwrap_or(f64::INFINITY);
-                score(a).total_cmp(&score(b)).then(a.index.cmp(&b.index))
-            });
+            match self.fail_reasons.get_mut(tag) {
+                Some(n) => *n += 1,
+                None => {
+                    self.fail_reasons.insert(tag.clone(), 1);
+                }
+            }
+            // Keep the WORST_PER_TAG lowest (overall score, index): independent of arrival order.
+            let rank = |w: &Worst| (w.overall_score.unwrap_or(f64::INFINITY), w.index);
+            let before =
+                |a: (f64, u64), b: (f64, u64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).is_lt();
+            let candidate = (rec.overall_score.unwrap_or(f64::INFINITY), rec.index);
+            let worst = match self.worst.get_mut(tag) {
+                Some(w) => w,
+                None => self.worst.entry(tag.clone()).or_default(),
+            };
+            if worst.len() == WORST_PER_TAG
+                && worst.last().is_some_and(|w| !before(candidate, rank(w)))
+            {
+                continue;
+            }
+            let at = worst.partition_point(|w| before(rank(w), candidate));
+            worst.insert(
+                at,
+                Worst {
+                    index: rec.index,
+                    id: rec.id.clone(),
+                    overall_score: rec.overall_score,
+                },
+            );
             worst.truncate(WORST_PER_TAG);
         }
+    }
+
+    /// Every grouping with its groups, sorted by key.
+    pub fn grouped(&self) -> impl Iterator<Item = (&Grouping, Vec<(Vec<String>, &GroupAcc)>)> {
+        self.groupings
+            .iter()
+            .enumerate()
+            .map(|(i, g)| (g, self.groups(i)))
+    }
+
+    /// The groups of grouping `i` with their key parts, sorted by key (so reports do not depend
+    /// on the order results arrived in).
+    pub fn groups(&self, i: usize) -> Vec<(Vec<String>, &GroupAcc)> {
+        let mut groups: Vec<(Vec<String>, &GroupAcc)> = self.groups[i]
+            .iter()
+            .map(|(k, g)| (k.split(KEY_SEP).map(str::to_owned).collect(), g))
+            .collect();
+        groups.sort_by(|a, b| a.0.cmp(&b.0));
+        groups
     }
 
     fn metric_slot(&mut self, i: usize, name: &str) -> usize {
@@ -165,9 +257,23 @@ impl RunAggregator {
 
     /// Fail tags by count, descending; ties in the suite's gate order.
     pub fn top_fail_reasons(&self, suite: &Suite) -> Vec<(String, u64)> {
-        let order = |tag: &str| suite.gates.iter().position(|g| g.tag == tag).unwrap_or(usize::MAX);
-        let mut tags: Vec<(String, u64)> = self.fail_reasons.iter().map(|(t, n)| (t.clone(), *n)).collect();
-        tags.sort_by(|a, b| b.1.cmp(&a.1).then(order(&a.0).cmp(&order(&b.0))).then(a.0.cmp(&b.0)));
+        let order = |tag: &str| {
+            suite
+                .gates
+                .iter()
+                .position(|g| g.tag == tag)
+                .unwrap_or(usize::MAX)
+        };
+        let mut tags: Vec<(String, u64)> = self
+            .fail_reasons
+            .iter()
+            .map(|(t, n)| (t.clone(), *n))
+            .collect();
+        tags.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(order(&a.0).cmp(&order(&b.0)))
+                .then(a.0.cmp(&b.0))
+        });
         tags
     }
 

@@ -23,7 +23,15 @@ pub struct Effort {
 
 impl Evaluator {
     /// The finished result record of an example.
-    pub fn finish(&self, run_id: &str, index: u64, line: Option<u64>, example: &Example, scores: Verdicts, effort: Effort) -> ResultRecord {
+    pub fn finish(
+        &self,
+        run_id: &str,
+        index: u64,
+        line: Option<u64>,
+        example: &Example,
+        scores: Verdicts,
+        effort: Effort,
+    ) -> ResultRecord {
         let suite: &Suite = &self.suite;
         let score_of = |name: &str| scores.get(name).and_then(|s| s.score);
         let mut details = Map::new();
@@ -42,13 +50,19 @@ impl Evaluator {
                 let m = rag::compute_metrics(e, &suite.rag);
                 let g = score_of("groundedness");
                 let r = score_of("relevance");
-                let mut named: Vec<(String, Option<f64>)> = m.named().iter().map(|(n, v)| ((*n).to_owned(), Some(*v))).collect();
+                let mut named: Vec<(String, Option<f64>)> = m
+                    .named()
+                    .iter()
+                    .map(|(n, v)| ((*n).to_owned(), Some(*v)))
+                    .collect();
                 named.push(("groundedness".into(), g));
                 named.push(("relevance".into(), r));
                 let metrics = Metrics(named);
                 let requires_kg = e.metadata.requires_kg;
                 let overall = m.overall(requires_kg, g, r, &suite.rag.weights);
-                let tags = fail_tags(&suite.gates, &|n| metrics.get(n), &|f| (f == "requires_kg").then(|| json!(requires_kg)));
+                let tags = fail_tags(&suite.gates, &|n| metrics.get(n), &|f| {
+                    (f == "requires_kg").then(|| json!(requires_kg))
+                });
                 if m.gold_absent {
                     details.insert("gold_absent".into(), json!(true));
                 }
@@ -57,7 +71,11 @@ impl Evaluator {
                         details.insert("system_latency_ms".into(), json!(ms));
                     }
                     if let Some(u) = &trace.usage {
-                        usage.add(&Usage { input_tokens: u.input_tokens, output_tokens: u.output_tokens, cost_usd: u.cost_usd.unwrap_or(0.0) });
+                        usage.add(&Usage {
+                            input_tokens: u.input_tokens,
+                            output_tokens: u.output_tokens,
+                            cost_usd: u.cost_usd.unwrap_or(0.0),
+                        });
                     }
                 } else {
                     details.insert("trace_absent".into(), json!(true));
@@ -66,7 +84,12 @@ impl Evaluator {
             }
             Example::Log(e) => {
                 let ev = loganalysis::evaluate(&e.scenario, &e.output);
-                let metrics = Metrics(ev.metrics.iter().map(|(n, v)| ((*n).to_owned(), *v)).collect());
+                let metrics = Metrics(
+                    ev.metrics
+                        .iter()
+                        .map(|(n, v)| ((*n).to_owned(), *v))
+                        .collect(),
+                );
                 let comprehensiveness = metrics.get("comprehensiveness");
                 // A metric with no ground truth (method `none`) reports 0.0 but is not gated.
                 let mu = &ev.method_used;
@@ -78,9 +101,15 @@ impl Evaluator {
                     "compliance_accuracy" => mu.compliance == Method::None,
                     _ => false,
                 };
-                let lookup = |n: &str| if ungated(n) { None } else { metrics.get(n).or_else(|| score_of(n)) };
+                let lookup = |n: &str| {
+                    if ungated(n) {
+                        None
+                    } else {
+                        metrics.get(n).or_else(|| score_of(n))
+                    }
+                };
                 let tags = fail_tags(&suite.gates, &lookup, &|_| None);
-                method_used = serde_json::to_value(&ev.method_used).ok();
+                method_used = serde_json::to_value(ev.method_used).ok();
                 if !ev.parse_errors.is_empty() {
                     details.insert("parse_errors".into(), json!(ev.parse_errors));
                 }
@@ -121,7 +150,11 @@ fn mean_unit_score(suite: &Suite, scores: &Scores) -> Option<f64> {
         .filter_map(|(name, s)| {
             let d = suite.dimension(name)?;
             let v = s.score?;
-            Some(if d.unit { v } else { (v - d.min as f64) / (d.max - d.min) as f64 })
+            Some(if d.unit {
+                v
+            } else {
+                (v - d.min as f64) / (d.max - d.min) as f64
+            })
         })
         .collect();
     (!units.is_empty()).then(|| units.iter().sum::<f64>() / units.len() as f64)

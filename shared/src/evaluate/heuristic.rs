@@ -12,18 +12,35 @@ use super::Example;
 /// or [0, 1] for `unit` dimensions). A dimension the heuristic has no rule for is unscored.
 pub fn heuristic_verdict(dimension: &Dimension, example: &Example) -> Score {
     let fraction_and_reason: Option<(f64, String)> = match (example, dimension.name.as_str()) {
-        (Example::Support(e), "relevance") => Some(rubric_fraction(support::heuristic_relevance(&e.ticket, &e.response))),
-        (Example::Support(e), "tone") => Some(rubric_fraction(support::heuristic_tone(&e.response))),
+        (Example::Support(e), "relevance") => Some(rubric_fraction(support::heuristic_relevance(
+            &e.ticket,
+            &e.response,
+        ))),
+        (Example::Support(e), "tone") => {
+            Some(rubric_fraction(support::heuristic_tone(&e.response)))
+        }
         (Example::Rag(e), name @ ("groundedness" | "relevance")) => {
             let trace = e.trace.as_ref();
             let answer = trace.and_then(|t| t.answer.as_deref()).unwrap_or("");
             let context = trace.and_then(|t| t.context.as_deref()).unwrap_or("");
             Some(if name == "groundedness" {
                 let f = rag::heuristic_groundedness(answer, context);
-                (f, format!("heuristic: {:.0}% of the answer's tokens appear in the context", f * 100.0))
+                (
+                    f,
+                    format!(
+                        "heuristic: {:.0}% of the answer's tokens appear in the context",
+                        f * 100.0
+                    ),
+                )
             } else {
                 let f = rag::heuristic_relevance(&e.question, answer);
-                (f, format!("heuristic: {:.0}% of the question's tokens appear in the answer", f * 100.0))
+                (
+                    f,
+                    format!(
+                        "heuristic: {:.0}% of the question's tokens appear in the answer",
+                        f * 100.0
+                    ),
+                )
             })
         }
         _ => None,
@@ -39,7 +56,10 @@ pub fn heuristic_verdict(dimension: &Dimension, example: &Example) -> Score {
             score: None,
             reasoning: String::new(),
             judge: JudgeId::heuristic(),
-            unscored: Some(format!("the heuristic judge has no rule for dimension '{}'", dimension.name)),
+            unscored: Some(format!(
+                "the heuristic judge has no rule for dimension '{}'",
+                dimension.name
+            )),
         },
     }
 }

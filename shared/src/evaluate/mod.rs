@@ -53,7 +53,12 @@ impl Example {
             Example::Rag(e) => Group {
                 domain: e.metadata.domain.clone(),
                 difficulty: e.metadata.difficulty.clone(),
-                model: e.metadata.extra.get("model").and_then(Value::as_str).map(str::to_owned),
+                model: e
+                    .metadata
+                    .extra
+                    .get("model")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
                 ..Group::default()
             },
             Example::Log(e) => Group {
@@ -89,13 +94,26 @@ pub fn judge_tasks<'a>(suite: &'a Suite, example: &'a Example) -> Vec<JudgeTask<
             let trace = e.trace.as_ref();
             vec![
                 ("question", &e.question),
-                ("answer", trace.and_then(|t| t.answer.as_deref()).unwrap_or("")),
-                ("context", trace.and_then(|t| t.context.as_deref()).unwrap_or("")),
+                (
+                    "answer",
+                    trace.and_then(|t| t.answer.as_deref()).unwrap_or(""),
+                ),
+                (
+                    "context",
+                    trace.and_then(|t| t.context.as_deref()).unwrap_or(""),
+                ),
             ]
         }
         Example::Log(e) => vec![("output", &e.output)],
     };
-    suite.dimensions.iter().map(|d| JudgeTask { dimension: d, fields: fields.clone() }).collect()
+    suite
+        .dimensions
+        .iter()
+        .map(|d| JudgeTask {
+            dimension: d,
+            fields: fields.clone(),
+        })
+        .collect()
 }
 
 /// Types records of one suite. Holds the provider rules and, for log-analysis, the scenario
@@ -109,13 +127,19 @@ pub struct Evaluator {
 impl Evaluator {
     /// `dataset_dir` resolves log-analysis scenario paths.
     pub fn new(suite: Arc<Suite>, rules: ProviderRules, dataset_dir: Option<PathBuf>) -> Self {
-        Evaluator { suite, rules, scenarios: ScenarioCache::new(dataset_dir) }
+        Evaluator {
+            suite,
+            rules,
+            scenarios: ScenarioCache::new(dataset_dir),
+        }
     }
 
     /// Validates one record; Err is the skip reason.
     pub fn parse(&mut self, value: &Value) -> Result<Example, String> {
         match self.suite.kind {
-            SuiteKind::SupportJudge => support::parse_example(value, &self.rules).map(Example::Support),
+            SuiteKind::SupportJudge => {
+                support::parse_example(value, &self.rules).map(Example::Support)
+            }
             SuiteKind::RagLayers => rag::parse_example(value).map(|e| Example::Rag(Box::new(e))),
             SuiteKind::LogAnalysis => {
                 loganalysis::parse_example(value, &mut self.scenarios).map(Example::Log)

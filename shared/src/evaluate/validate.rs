@@ -17,8 +17,17 @@ use super::Evaluator;
 #[derive(Debug)]
 pub enum Checked {
     /// A valid record, kept as the JSON the queue carries (workers type it again).
-    Valid { ordinal: u64, position: Position, value: Value },
-    Skipped { ordinal: u64, position: Position, id: String, reason: String },
+    Valid {
+        ordinal: u64,
+        position: Position,
+        value: Value,
+    },
+    Skipped {
+        ordinal: u64,
+        position: Position,
+        id: String,
+        reason: String,
+    },
 }
 
 pub struct Validator {
@@ -28,24 +37,44 @@ pub struct Validator {
 
 impl Validator {
     pub fn new(evaluator: Evaluator) -> Self {
-        Validator { evaluator, seen: HashSet::new() }
+        Validator {
+            evaluator,
+            seen: HashSet::new(),
+        }
     }
 
     pub fn check(&mut self, raw: RawRecord) -> Checked {
-        let RawRecord { ordinal, position, value } = raw;
-        let skipped = |id: String, reason: String| Checked::Skipped { ordinal, position, id, reason };
+        let RawRecord {
+            ordinal,
+            position,
+            value,
+        } = raw;
+        let skipped = |id: String, reason: String| Checked::Skipped {
+            ordinal,
+            position,
+            id,
+            reason,
+        };
         let value = match value {
             Ok(v) => v,
             Err(reason) => return skipped(String::new(), reason),
         };
         match self.evaluator.parse(&value) {
             Err(reason) => {
-                let id = value.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+                let id = value
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
                 skipped(id, reason)
             }
             Ok(example) => {
                 if self.seen.insert(id_hash(example.id().trim())) {
-                    Checked::Valid { ordinal, position, value }
+                    Checked::Valid {
+                        ordinal,
+                        position,
+                        value,
+                    }
                 } else {
                     let id = example.id().to_owned();
                     skipped(id.clone(), format!("Duplicate id '{id}'"))
@@ -81,7 +110,11 @@ mod tests {
     }
 
     fn raw(ordinal: u64, value: Value) -> RawRecord {
-        RawRecord { ordinal, position: Position::Index(ordinal), value: Ok(value) }
+        RawRecord {
+            ordinal,
+            position: Position::Index(ordinal),
+            value: Ok(value),
+        }
     }
 
     fn ex(id: &str) -> Value {
@@ -100,18 +133,34 @@ mod tests {
         let mut v = validator();
         let mut bad = ex("a");
         bad["ticket"] = json!(1);
-        assert_eq!(reason(v.check(raw(0, bad))).unwrap(), "'ticket' must be a string");
-        assert_eq!(reason(v.check(raw(1, ex("a")))), None, "an invalid first occurrence does not count");
-        assert_eq!(reason(v.check(raw(2, ex(" a ")))).unwrap(), "Duplicate id ' a '");
+        assert_eq!(
+            reason(v.check(raw(0, bad))).unwrap(),
+            "'ticket' must be a string"
+        );
+        assert_eq!(
+            reason(v.check(raw(1, ex("a")))),
+            None,
+            "an invalid first occurrence does not count"
+        );
+        assert_eq!(
+            reason(v.check(raw(2, ex(" a ")))).unwrap(),
+            "Duplicate id ' a '"
+        );
         assert_eq!(reason(v.check(raw(3, ex("b")))), None);
     }
 
     #[test]
     fn unparseable_records_are_skipped_with_their_reason_and_position() {
         let mut v = validator();
-        let rec = RawRecord { ordinal: 4, position: Position::Line(7), value: Err("invalid JSON: x".into()) };
+        let rec = RawRecord {
+            ordinal: 4,
+            position: Position::Line(7),
+            value: Err("invalid JSON: x".into()),
+        };
         match v.check(rec) {
-            Checked::Skipped { position, reason, .. } => {
+            Checked::Skipped {
+                position, reason, ..
+            } => {
                 assert_eq!(position, Position::Line(7));
                 assert_eq!(reason, "invalid JSON: x");
             }

@@ -3,7 +3,7 @@
 //! per group, and failure reasons. Its size depends on the number of groups, never on the
 //! number of examples.
 
-use crate::aggregate::{GroupAcc, Hist, RunAggregator};
+use crate::aggregate::{Hist, RunAggregator};
 use crate::suite::Suite;
 
 use super::junit::escape;
@@ -20,12 +20,25 @@ const BAR: &str = "#0969da";
 const BAD: &str = "#cf222e";
 
 pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
-    let ReportInput { info, suite, agg, .. } = *input;
+    let ReportInput {
+        info, suite, agg, ..
+    } = *input;
     let mut h = String::with_capacity(64 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    h.push_str(&format!("<title>evalfleet · {} · {}</title><style>{STYLE}</style></head><body>\n", escape(&suite.name), escape(&info.id)));
-    h.push_str(&format!("<h1>evalfleet report: {}</h1>\n", escape(&suite.name)));
-    let judge = if info.judge == "heuristic" { "heuristic (offline text-overlap scores, not an LLM judge)".to_owned() } else { info.judge.clone() };
+    h.push_str(&format!(
+        "<title>evalfleet · {} · {}</title><style>{STYLE}</style></head><body>\n",
+        escape(&suite.name),
+        escape(&info.id)
+    ));
+    h.push_str(&format!(
+        "<h1>evalfleet report: {}</h1>\n",
+        escape(&suite.name)
+    ));
+    let judge = if info.judge == "heuristic" {
+        "heuristic (offline text-overlap scores, not an LLM judge)".to_owned()
+    } else {
+        info.judge.clone()
+    };
     h.push_str(&format!(
         "<p class=\"meta\">run <code>{}</code> · dataset <code>{}</code> · judge <b>{}</b> · finished {} in {:.1} s</p>\n",
         escape(&info.id), escape(&info.dataset), escape(&judge), escape(&info.finished_at), info.duration_seconds
@@ -34,12 +47,23 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     h.push_str("<h2>Score distributions</h2>\n<div class=\"charts\">\n");
     distributions(&mut h, agg);
     h.push_str("</div>\n<h2>Pass rates</h2>\n<div class=\"charts\">\n");
-    for (grouping, groups) in agg.groupings().iter().zip(&agg.groups) {
+    for (grouping, groups) in agg.grouped() {
         let bars: Vec<(String, f64, String)> = groups
             .iter()
-            .map(|(k, g)| (group_key(k), g.pass_rate().unwrap_or(0.0), format!("{}/{}", g.passed, g.total())))
+            .map(|(k, g)| {
+                (
+                    group_key(k),
+                    g.pass_rate().unwrap_or(0.0),
+                    format!("{}/{}", g.passed, g.total()),
+                )
+            })
             .collect();
-        h.push_str(&hbar_chart(&format!("Pass rate {}", grouping.name.replace('_', " ")), &bars, 1.0, BAR));
+        h.push_str(&hbar_chart(
+            &format!("Pass rate {}", grouping.name.replace('_', " ")),
+            &bars,
+            1.0,
+            BAR,
+        ));
     }
     h.push_str("</div>\n<h2>Failure reasons</h2>\n");
     failure_reasons(&mut h, suite, agg);
@@ -56,13 +80,36 @@ fn cards(h: &mut String, input: &ReportInput<'_>) {
     let agg = input.agg;
     let t = &agg.totals;
     let passed = input.gates_passed();
-    let card = |label: &str, value: String, class: &str| format!("<div class=\"card\">{label}<b class=\"{class}\">{value}</b></div>");
+    let card = |label: &str, value: String, class: &str| {
+        format!("<div class=\"card\">{label}<b class=\"{class}\">{value}</b></div>")
+    };
     h.push_str("<div class=\"cards\">");
-    h.push_str(&card("Run gates", if passed { "PASSED" } else { "FAILED" }.into(), if passed { "pass" } else { "fail" }));
+    h.push_str(&card(
+        "Run gates",
+        if passed { "PASSED" } else { "FAILED" }.into(),
+        if passed { "pass" } else { "fail" },
+    ));
     h.push_str(&card("Examples", t.examples.to_string(), ""));
-    h.push_str(&card("Pass rate", agg.all.pass_rate().map_or("–".into(), |p| format!("{:.1}%", p * 100.0)), ""));
-    h.push_str(&card("Avg overall", agg.all.overall.mean().map_or("–".into(), |m| format!("{m:.3}")), ""));
-    h.push_str(&card("ok / failed / skipped", format!("{} / {} / {}", t.ok, t.failed, t.skipped), ""));
+    h.push_str(&card(
+        "Pass rate",
+        agg.all
+            .pass_rate()
+            .map_or("–".into(), |p| format!("{:.1}%", p * 100.0)),
+        "",
+    ));
+    h.push_str(&card(
+        "Avg overall",
+        agg.all
+            .overall
+            .mean()
+            .map_or("–".into(), |m| format!("{m:.3}")),
+        "",
+    ));
+    h.push_str(&card(
+        "ok / failed / skipped",
+        format!("{} / {} / {}", t.ok, t.failed, t.skipped),
+        "",
+    ));
     if t.unscored > 0 {
         h.push_str(&card("Unscored", t.unscored.to_string(), "fail"));
     }
@@ -72,16 +119,22 @@ fn cards(h: &mut String, input: &ReportInput<'_>) {
 /// One histogram per judge dimension (or of the overall score when the suite has no judge
 /// dimensions) for each group of the most specific grouping.
 fn distributions(h: &mut String, agg: &RunAggregator) {
-    let Some((_, groups)) = agg.groupings().iter().zip(&agg.groups).max_by_key(|(g, _)| g.keys.len()) else {
+    let Some((_, groups)) = agg.grouped().max_by_key(|(g, _)| g.keys.len()) else {
         return;
     };
     let charts: Vec<(String, &Hist)> = if agg.dimensions().is_empty() {
-        groups.iter().map(|(k, g)| (format!("overall score · {}", group_key(k)), &g.overall_hist)).collect()
+        groups
+            .iter()
+            .map(|(k, g)| (format!("overall score · {}", group_key(k)), &g.overall_hist))
+            .collect()
     } else {
         groups
             .iter()
-            .flat_map(|(k, g): (&Vec<String>, &GroupAcc)| {
-                agg.dimensions().iter().zip(&g.score_hists).map(move |(d, hist)| (format!("{d} · {}", group_key(k)), hist))
+            .flat_map(|(k, g)| {
+                agg.dimensions()
+                    .iter()
+                    .zip(&g.score_hists)
+                    .map(move |(d, hist)| (format!("{d} · {}", group_key(k)), hist))
             })
             .collect()
     };
@@ -105,10 +158,19 @@ fn histogram(title: &str, hist: &Hist) -> String {
         let y = pad + hgt - bh;
         svg.push_str(&format!("<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"{BAR}\"><title>{}: {c}</title></rect>", bw - 2.0, hist.label(i)));
         if c > 0 {
-            svg.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c}</text>", x + bw / 2.0 - 1.0, y - 3.0));
+            svg.push_str(&format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{c}</text>",
+                x + bw / 2.0 - 1.0,
+                y - 3.0
+            ));
         }
         if hist.is_integer() || i % 2 == 0 {
-            svg.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>", x + bw / 2.0 - 1.0, pad + hgt + 13.0, hist.label(i)));
+            svg.push_str(&format!(
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+                x + bw / 2.0 - 1.0,
+                pad + hgt + 13.0,
+                hist.label(i)
+            ));
         }
     }
     svg.push_str("</svg></figure>\n");
@@ -122,11 +184,29 @@ fn hbar_chart(title: &str, bars: &[(String, f64, String)], max: f64, color: &str
     let mut svg = format!("<figure><figcaption>{}</figcaption><svg width=\"{}\" height=\"{height}\" role=\"img\" aria-label=\"{}\">", escape(title), label_w + bar_w + 90.0, escape(title));
     for (i, (label, value, note)) in bars.iter().enumerate() {
         let y = 5.0 + i as f64 * row;
-        let len = if max > 0.0 { (value / max).clamp(0.0, 1.0) * bar_w } else { 0.0 };
-        let short: String = if label.chars().count() > 34 { label.chars().take(33).chain(['…']).collect() } else { label.clone() };
-        svg.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>", label_w - 6.0, y + 14.0, escape(&short)));
+        let len = if max > 0.0 {
+            (value / max).clamp(0.0, 1.0) * bar_w
+        } else {
+            0.0
+        };
+        let short: String = if label.chars().count() > 34 {
+            label.chars().take(33).chain(['…']).collect()
+        } else {
+            label.clone()
+        };
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            label_w - 6.0,
+            y + 14.0,
+            escape(&short)
+        ));
         svg.push_str(&format!("<rect x=\"{label_w}\" y=\"{y:.1}\" width=\"{len:.1}\" height=\"{:.1}\" fill=\"{color}\"><title>{}</title></rect>", row - 6.0, escape(note)));
-        svg.push_str(&format!("<text x=\"{:.1}\" y=\"{:.1}\">{}</text>", label_w + len + 5.0, y + 14.0, escape(note)));
+        svg.push_str(&format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            label_w + len + 5.0,
+            y + 14.0,
+            escape(note)
+        ));
     }
     svg.push_str("</svg></figure>\n");
     svg
@@ -139,13 +219,28 @@ fn failure_reasons(h: &mut String, suite: &Suite, agg: &RunAggregator) {
         return;
     }
     let max = tags.first().map_or(1, |t| t.1) as f64;
-    let bars: Vec<(String, f64, String)> = tags.iter().map(|(t, n)| (t.clone(), *n as f64, n.to_string())).collect();
+    let bars: Vec<(String, f64, String)> = tags
+        .iter()
+        .map(|(t, n)| (t.clone(), *n as f64, n.to_string()))
+        .collect();
     h.push_str(&hbar_chart("Items per fail tag", &bars, max, BAD));
     h.push_str("<table><tr><th>Tag</th><th>Items</th><th>Meaning</th><th>Worst items</th></tr>\n");
     for (tag, n) in &tags {
-        let meaning = suite.gates.iter().find(|g| &g.tag == tag).map_or("", |g| g.meaning.as_str());
-        let worst: Vec<String> = agg.worst.get(tag).map_or_else(Vec::new, |ws| ws.iter().map(|w| escape(&w.id)).collect());
-        h.push_str(&format!("<tr><td><code>{}</code></td><td>{n}</td><td>{}</td><td>{}</td></tr>\n", escape(tag), escape(meaning), worst.join(", ")));
+        let meaning = suite
+            .gates
+            .iter()
+            .find(|g| &g.tag == tag)
+            .map_or("", |g| g.meaning.as_str());
+        let worst: Vec<String> = agg
+            .worst
+            .get(tag)
+            .map_or_else(Vec::new, |ws| ws.iter().map(|w| escape(&w.id)).collect());
+        h.push_str(&format!(
+            "<tr><td><code>{}</code></td><td>{n}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(tag),
+            escape(meaning),
+            worst.join(", ")
+        ));
     }
     h.push_str("</table>\n");
 }
@@ -161,10 +256,22 @@ fn metrics_table(h: &mut String, agg: &RunAggregator) {
         .iter()
         .enumerate()
         .map(|(slot, name)| (name.clone(), agg.all.metric(slot)))
-        .chain(dims.iter().enumerate().map(|(slot, d)| (format!("{d} (judge)"), agg.all.scores[slot].summary())));
+        .chain(
+            dims.iter()
+                .enumerate()
+                .map(|(slot, d)| (format!("{d} (judge)"), agg.all.scores[slot].summary())),
+        );
     let f = |x: Option<f64>| x.map_or("–".into(), |x| format!("{x:.3}"));
     for (name, s) in rows {
-        h.push_str(&format!("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n", escape(&name), f(s.mean), f(s.min), f(s.max), f(s.stddev), s.count));
+        h.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            escape(&name),
+            f(s.mean),
+            f(s.min),
+            f(s.max),
+            f(s.stddev),
+            s.count
+        ));
     }
     h.push_str("</table>\n");
 }

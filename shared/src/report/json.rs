@@ -18,14 +18,23 @@ pub fn group_key(parts: &[String]) -> String {
 }
 
 pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
-    let ReportInput { info, suite, agg, items } = *input;
+    let ReportInput {
+        info,
+        suite,
+        agg,
+        items,
+    } = *input;
     w.put("{\"run\":")?;
     w.json(info)?;
     w.put(",\"totals\":")?;
     w.json(&agg.totals)?;
     w.put(",\"gates\":")?;
     w.json(&json!({"passed": input.gates_passed(), "checks": input.gate_checks()}))?;
-    let items_key = if suite.kind == SuiteKind::SupportJudge { "results" } else { "items" };
+    let items_key = if suite.kind == SuiteKind::SupportJudge {
+        "results"
+    } else {
+        "items"
+    };
     w.put(&format!(",\"{items_key}\":["))?;
     let mut first = true;
     items.for_each_item(Some(Outcome::Ok), &mut |rec| {
@@ -85,7 +94,9 @@ fn seed_result(suite: &Suite, rec: &ResultRecord) -> Value {
     out.insert("model".into(), json!(rec.group.model));
     out.insert("prompt_version".into(), json!(rec.group.prompt_version));
     for d in &suite.dimensions {
-        let v = rec.scores.get(&d.name).map_or(Value::Null, |s| serde_json::to_value(s).unwrap_or(Value::Null));
+        let v = rec.scores.get(&d.name).map_or(Value::Null, |s| {
+            serde_json::to_value(s).unwrap_or(Value::Null)
+        });
         out.insert(d.name.clone(), v);
     }
     out.insert("index".into(), json!(rec.index));
@@ -105,9 +116,11 @@ fn aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
     match suite.kind {
         SuiteKind::SupportJudge => {
             let mut out = Map::new();
-            for (grouping, groups) in agg.groupings().iter().zip(&agg.groups) {
-                let groups: Map<String, Value> =
-                    groups.iter().map(|(k, g)| (group_key(k), seed_group(suite, agg, g))).collect();
+            for (grouping, groups) in agg.grouped() {
+                let groups: Map<String, Value> = groups
+                    .iter()
+                    .map(|(k, g)| (group_key(k), seed_group(suite, agg, g)))
+                    .collect();
                 out.insert(grouping.name.clone(), Value::Object(groups));
             }
             out.insert("overall".into(), seed_group(suite, agg, &agg.all));
@@ -167,8 +180,8 @@ fn rag_aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
         .collect();
     out.insert("by_layer".into(), Value::Object(by_layer));
     out.insert("top_fail_reasons".into(), top_fail_reasons(suite, agg));
-    for (grouping, groups) in agg.groupings().iter().zip(&agg.groups) {
-        out.insert(grouping.name.clone(), group_blocks(agg, groups));
+    for (grouping, groups) in agg.grouped() {
+        out.insert(grouping.name.clone(), group_blocks(agg, &groups));
     }
     Value::Object(out)
 }
@@ -177,8 +190,8 @@ fn layered_aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
     let mut out = run_block(agg);
     out.insert("metrics".into(), metric_block(agg, &agg.all));
     out.insert("top_fail_reasons".into(), top_fail_reasons(suite, agg));
-    for (grouping, groups) in agg.groupings().iter().zip(&agg.groups) {
-        out.insert(grouping.name.clone(), group_blocks(agg, groups));
+    for (grouping, groups) in agg.grouped() {
+        out.insert(grouping.name.clone(), group_blocks(agg, &groups));
     }
     Value::Object(out)
 }
@@ -202,10 +215,15 @@ fn run_block(agg: &RunAggregator) -> Map<String, Value> {
 }
 
 fn top_fail_reasons(suite: &Suite, agg: &RunAggregator) -> Value {
-    Value::Object(agg.top_fail_reasons(suite).into_iter().map(|(t, n)| (t, json!(n))).collect())
+    Value::Object(
+        agg.top_fail_reasons(suite)
+            .into_iter()
+            .map(|(t, n)| (t, json!(n)))
+            .collect(),
+    )
 }
 
-fn group_blocks(agg: &RunAggregator, groups: &std::collections::BTreeMap<Vec<String>, GroupAcc>) -> Value {
+fn group_blocks(agg: &RunAggregator, groups: &[(Vec<String>, &GroupAcc)]) -> Value {
     let blocks: Map<String, Value> = groups
         .iter()
         .map(|(k, g)| {
@@ -238,7 +256,11 @@ fn summary_json(stats: Option<&Stats>) -> Value {
     }
     match stats {
         Some(s) => serde_json::to_value(s.summary()).unwrap_or(Value::Null),
-        None => serde_json::to_value(Empty { count: 0, mean: None }).unwrap_or(Value::Null),
+        None => serde_json::to_value(Empty {
+            count: 0,
+            mean: None,
+        })
+        .unwrap_or(Value::Null),
     }
 }
 

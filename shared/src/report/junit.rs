@@ -7,7 +7,12 @@ use crate::record::Outcome;
 use super::{group_key, ReportError, ReportInput, Sink};
 
 pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
-    let ReportInput { info, suite, agg, items } = *input;
+    let ReportInput {
+        info,
+        suite,
+        agg,
+        items,
+    } = *input;
     let t = &agg.totals;
     let gate_failures = agg.all.ok - agg.all.passed;
     w.put(&format!(

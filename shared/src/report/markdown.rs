@@ -12,14 +12,25 @@ use super::{recommendations, ReportError, ReportInput, Sink};
 const LISTED: usize = 20;
 
 pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
-    let ReportInput { info, suite, agg, .. } = *input;
+    let ReportInput {
+        info, suite, agg, ..
+    } = *input;
     let mut out = String::new();
-    out.push_str(&format!("# evalfleet report: {} (run `{}`)\n\n", suite.name, info.id));
-    out.push_str(&format!("Dataset `{}` · judge **{}**", info.dataset, info.judge));
+    out.push_str(&format!(
+        "# evalfleet report: {} (run `{}`)\n\n",
+        suite.name, info.id
+    ));
+    out.push_str(&format!(
+        "Dataset `{}` · judge **{}**",
+        info.dataset, info.judge
+    ));
     if info.judge == "heuristic" {
         out.push_str(" (offline text-overlap scores, not an LLM judge)");
     }
-    out.push_str(&format!(" · finished {} in {:.1} s\n\n", info.finished_at, info.duration_seconds));
+    out.push_str(&format!(
+        " · finished {} in {:.1} s\n\n",
+        info.finished_at, info.duration_seconds
+    ));
     overall(&mut out, input);
     match suite.kind {
         SuiteKind::SupportJudge => judge_scores(&mut out, agg),
@@ -53,31 +64,63 @@ fn overall(out: &mut String, input: &ReportInput<'_>) {
     let t = &agg.totals;
     let g = &agg.all;
     out.push_str("## Overall Results\n\n| | |\n|---|---|\n");
-    out.push_str(&format!("| Examples | {} (ok {}, failed {}, skipped {}) |\n", t.examples, t.ok, t.failed, t.skipped));
-    out.push_str(&format!("| Passed | {} of {} ({}) |\n", g.passed, g.total(), pct(g.pass_rate())));
-    out.push_str(&format!("| Average overall score | {} |\n", num(g.overall.mean())));
+    out.push_str(&format!(
+        "| Examples | {} (ok {}, failed {}, skipped {}) |\n",
+        t.examples, t.ok, t.failed, t.skipped
+    ));
+    out.push_str(&format!(
+        "| Passed | {} of {} ({}) |\n",
+        g.passed,
+        g.total(),
+        pct(g.pass_rate())
+    ));
+    out.push_str(&format!(
+        "| Average overall score | {} |\n",
+        num(g.overall.mean())
+    ));
     if t.unscored > 0 {
         out.push_str(&format!("| Unscored judge replies | {} |\n", t.unscored));
     }
     let u = &agg.usage;
-    out.push_str(&format!("| Tokens (in / out) | {} / {} |\n| Cost (USD) | {:.4} |\n", u.input_tokens, u.output_tokens, u.cost_usd));
+    out.push_str(&format!(
+        "| Tokens (in / out) | {} / {} |\n| Cost (USD) | {:.4} |\n",
+        u.input_tokens, u.output_tokens, u.cost_usd
+    ));
     let checks = input.gate_checks();
-    let verdict = if checks.iter().all(|c| c.passed) { "**PASSED**" } else { "**FAILED**" };
+    let verdict = if checks.iter().all(|c| c.passed) {
+        "**PASSED**"
+    } else {
+        "**FAILED**"
+    };
     let detail: Vec<String> = checks
         .iter()
-        .map(|c| format!("{} {} (threshold {}) {}", c.name, num(c.value), c.threshold, if c.passed { "✓" } else { "✗" }))
+        .map(|c| {
+            format!(
+                "{} {} (threshold {}) {}",
+                c.name,
+                num(c.value),
+                c.threshold,
+                if c.passed { "✓" } else { "✗" }
+            )
+        })
         .collect();
-    out.push_str(&format!("| Run gates | {verdict}: {} |\n\n", detail.join("; ")));
+    out.push_str(&format!(
+        "| Run gates | {verdict}: {} |\n\n",
+        detail.join("; ")
+    ));
 }
 
 fn judge_scores(out: &mut String, agg: &RunAggregator) {
     out.push_str("## Judge Scores\n\n| Dimension | Mean | Min | Max | Std dev | 95% CI | Scored | Unscored |\n|---|---|---|---|---|---|---|---|\n");
     for (slot, name) in agg.dimensions().iter().enumerate() {
         let s = agg.all.scores[slot].summary();
-        let ci = s.ci95.map_or("–".into(), |[lo, hi]| format!("{lo:.2} – {hi:.2}"));
+        let ci = s
+            .ci95
+            .map_or("–".into(), |[lo, hi]| format!("{lo:.2} – {hi:.2}"));
         out.push_str(&format!(
             "| {name} | {} | {} | {} | {} | {ci} | {} | {} |\n",
-            s.mean.map_or("–".into(), |m| format!("{:.2}", crate::num::round2(m))),
+            s.mean
+                .map_or("–".into(), |m| format!("{:.2}", crate::num::round2(m))),
             num(s.min),
             num(s.max),
             num(s.stddev),
@@ -89,18 +132,34 @@ fn judge_scores(out: &mut String, agg: &RunAggregator) {
 }
 
 fn layer_metrics(out: &mut String, agg: &RunAggregator, title: &str, layered: bool) {
-    out.push_str(&format!("## {title}\n\n| Metric | Mean | Min | Max | Values |\n|---|---|---|---|---|\n"));
+    out.push_str(&format!(
+        "## {title}\n\n| Metric | Mean | Min | Max | Values |\n|---|---|---|---|---|\n"
+    ));
     for (slot, name) in agg.metric_names().iter().enumerate() {
         let s = agg.all.metric(slot);
-        let label = if layered { layer_key(name) } else { name.clone() };
-        out.push_str(&format!("| {label} | {} | {} | {} | {} |\n", num(s.mean), num(s.min), num(s.max), s.count));
+        let label = if layered {
+            layer_key(name)
+        } else {
+            name.clone()
+        };
+        out.push_str(&format!(
+            "| {label} | {} | {} | {} | {} |\n",
+            num(s.mean),
+            num(s.min),
+            num(s.max),
+            s.count
+        ));
     }
     out.push('\n');
 }
 
 fn groups(out: &mut String, agg: &RunAggregator) {
-    for (grouping, groups) in agg.groupings().iter().zip(&agg.groups) {
-        out.push_str(&format!("## {}\n\n| {} | Count | Passed | Pass rate | Avg overall |", grouping.name, grouping.keys.join(" | ")));
+    for (grouping, groups) in agg.grouped() {
+        out.push_str(&format!(
+            "## {}\n\n| {} | Count | Passed | Pass rate | Avg overall |",
+            grouping.name,
+            grouping.keys.join(" | ")
+        ));
         for d in agg.dimensions() {
             out.push_str(&format!(" {d} mean |"));
         }
@@ -110,16 +169,27 @@ fn groups(out: &mut String, agg: &RunAggregator) {
         }
         out.push('\n');
         for (key, g) in groups {
-            out.push_str(&group_row(key, g));
+            out.push_str(&group_row(&key, g));
         }
         out.push('\n');
     }
 }
 
 fn group_row(key: &[String], g: &GroupAcc) -> String {
-    let mut row = format!("| {} | {} | {} | {} | {} |", key.join(" | "), g.total(), g.passed, pct(g.pass_rate()), num(g.overall.mean()));
+    let mut row = format!(
+        "| {} | {} | {} | {} | {} |",
+        key.join(" | "),
+        g.total(),
+        g.passed,
+        pct(g.pass_rate()),
+        num(g.overall.mean())
+    );
     for s in &g.scores {
-        row.push_str(&format!(" {} |", s.mean().map_or("–".into(), |m| format!("{:.2}", crate::num::round2(m)))));
+        row.push_str(&format!(
+            " {} |",
+            s.mean()
+                .map_or("–".into(), |m| format!("{:.2}", crate::num::round2(m)))
+        ));
     }
     row.push('\n');
     row
@@ -134,11 +204,20 @@ fn failure_reasons(out: &mut String, suite: &Suite, agg: &RunAggregator) {
     }
     out.push_str("| Tag | Items | Meaning | Worst items |\n|---|---|---|---|\n");
     for (tag, n) in tags {
-        let meaning = suite.gates.iter().find(|g| g.tag == tag).map_or("", |g| g.meaning.as_str());
+        let meaning = suite
+            .gates
+            .iter()
+            .find(|g| g.tag == tag)
+            .map_or("", |g| g.meaning.as_str());
         let worst: Vec<String> = agg.worst.get(&tag).map_or_else(Vec::new, |ws| {
-            ws.iter().map(|w| format!("`{}` ({})", w.id, num(w.overall_score))).collect()
+            ws.iter()
+                .map(|w| format!("`{}` ({})", w.id, num(w.overall_score)))
+                .collect()
         });
-        out.push_str(&format!("| `{tag}` | {n} | {meaning} | {} |\n", worst.join(", ")));
+        out.push_str(&format!(
+            "| `{tag}` | {n} | {meaning} | {} |\n",
+            worst.join(", ")
+        ));
     }
     out.push('\n');
 }
@@ -146,7 +225,10 @@ fn failure_reasons(out: &mut String, suite: &Suite, agg: &RunAggregator) {
 /// Skipped and failed examples, the first few of each, streamed from the items.
 fn not_evaluated(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
     let t = &input.agg.totals;
-    for (outcome, count, title) in [(Outcome::Skipped, t.skipped, "Skipped"), (Outcome::Failed, t.failed, "Failed")] {
+    for (outcome, count, title) in [
+        (Outcome::Skipped, t.skipped, "Skipped"),
+        (Outcome::Failed, t.failed, "Failed"),
+    ] {
         if count == 0 {
             continue;
         }
@@ -157,12 +239,24 @@ fn not_evaluated(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Report
                 return Ok(());
             }
             listed += 1;
-            let at = rec.line.map_or(format!("index {}", rec.index), |l| format!("line {l}"));
-            let id = if rec.id.is_empty() { String::new() } else { format!(" `{}`", rec.id) };
-            w.put(&format!("- {at}{id}: {}\n", rec.reason.as_deref().unwrap_or("")))
+            let at = rec
+                .line
+                .map_or(format!("index {}", rec.index), |l| format!("line {l}"));
+            let id = if rec.id.is_empty() {
+                String::new()
+            } else {
+                format!(" `{}`", rec.id)
+            };
+            w.put(&format!(
+                "- {at}{id}: {}\n",
+                rec.reason.as_deref().unwrap_or("")
+            ))
         })?;
         if count as usize > LISTED {
-            w.put(&format!("- … and {} more in report.json\n", count as usize - LISTED))?;
+            w.put(&format!(
+                "- … and {} more in report.json\n",
+                count as usize - LISTED
+            ))?;
         }
     }
     Ok(())

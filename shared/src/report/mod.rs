@@ -43,7 +43,9 @@ impl ItemSource for Vec<ResultRecord> {
         only: Option<Outcome>,
         f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
     ) -> Result<(), ReportError> {
-        self.iter().filter(|r| only.is_none_or(|o| r.outcome == o)).try_for_each(f)
+        self.iter()
+            .filter(|r| only.is_none_or(|o| r.outcome == o))
+            .try_for_each(f)
     }
 }
 
@@ -73,7 +75,7 @@ pub struct ReportInput<'a> {
     pub info: &'a RunInfo,
     pub suite: &'a Suite,
     pub agg: &'a RunAggregator,
-    pub items: &'a dyn ItemSource,
+    pub items: &'a (dyn ItemSource + Sync),
 }
 
 impl ReportInput<'_> {
@@ -89,18 +91,33 @@ impl ReportInput<'_> {
 
 /// Writes the four report files into `dir` (created if missing) and returns their paths.
 pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write { path: dir.to_owned(), source })?;
-    let mut paths = Vec::new();
-    for name in REPORT_FILES {
-        let path = dir.join(name);
-        write_file(&path, |w| match name {
-            "report.json" => json::write(w, input),
-            "summary.md" => markdown::write(w, input),
-            "report.html" => html::write(w, input),
-            _ => junit::write(w, input),
-        })?;
-        paths.push(path);
-    }
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+        path: dir.to_owned(),
+        source,
+    })?;
+    // Each file streams the items on its own: on their own threads, the two that read every
+    // item (report.json, junit.xml) take as long as the slower of them, not as both together.
+    let paths: Vec<PathBuf> = REPORT_FILES.iter().map(|name| dir.join(name)).collect();
+    std::thread::scope(|scope| {
+        let writers: Vec<_> = REPORT_FILES
+            .iter()
+            .zip(&paths)
+            .map(|(name, path)| {
+                scope.spawn(move || {
+                    write_file(path, |w| match *name {
+                        "report.json" => json::write(w, input),
+                        "summary.md" => markdown::write(w, input),
+                        "report.html" => html::write(w, input),
+                        _ => junit::write(w, input),
+                    })
+                })
+            })
+            .collect();
+        writers.into_iter().try_for_each(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(ReportError::Source("a report writer panicked".into())))
+        })
+    })?;
     Ok(paths)
 }
 
@@ -108,7 +125,10 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
 pub fn render(name: &str, input: &ReportInput<'_>) -> Result<String, ReportError> {
     let mut buf = Vec::new();
     let path = PathBuf::from(name);
-    let mut w = Sink { inner: &mut buf, path: &path };
+    let mut w = Sink {
+        inner: &mut buf,
+        path: &path,
+    };
     match name {
         "report.json" => json::write(&mut w, input)?,
         "summary.md" => markdown::write(&mut w, input)?,
@@ -118,11 +138,20 @@ pub fn render(name: &str, input: &ReportInput<'_>) -> Result<String, ReportError
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-fn write_file(path: &Path, body: impl FnOnce(&mut Sink<'_>) -> Result<(), ReportError>) -> Result<(), ReportError> {
-    let err = |source| ReportError::Write { path: path.to_owned(), source };
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut Sink<'_>) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
+    let err = |source| ReportError::Write {
+        path: path.to_owned(),
+        source,
+    };
     let file = File::create(path).map_err(err)?;
     let mut buf = BufWriter::with_capacity(1 << 20, file);
-    let mut sink = Sink { inner: &mut buf, path };
+    let mut sink = Sink {
+        inner: &mut buf,
+        path,
+    };
     body(&mut sink)?;
     buf.flush().map_err(err)
 }
@@ -135,7 +164,9 @@ pub(crate) struct Sink<'a> {
 
 impl Sink<'_> {
     pub(crate) fn put(&mut self, s: &str) -> Result<(), ReportError> {
-        self.inner.write_all(s.as_bytes()).map_err(|source| self.error(source))
+        self.inner
+            .write_all(s.as_bytes())
+            .map_err(|source| self.error(source))
     }
 
     pub(crate) fn json<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), ReportError> {
@@ -143,7 +174,10 @@ impl Sink<'_> {
     }
 
     pub(crate) fn error(&self, source: io::Error) -> ReportError {
-        ReportError::Write { path: self.path.to_owned(), source }
+        ReportError::Write {
+            path: self.path.to_owned(),
+            source,
+        }
     }
 }
 

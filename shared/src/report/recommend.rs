@@ -38,10 +38,20 @@ pub fn recommendations(suite: &Suite, agg: &RunAggregator) -> Vec<String> {
         .into_iter()
         .map(|(tag, n)| {
             let text = advice(&tag).map(str::to_owned).unwrap_or_else(|| {
-                let meaning = suite.gates.iter().find(|g| g.tag == tag).map_or("", |g| g.meaning.as_str());
-                format!("Investigate items tagged {tag}. {meaning}").trim_end().to_owned()
+                let meaning = suite
+                    .gates
+                    .iter()
+                    .find(|g| g.tag == tag)
+                    .map_or("", |g| g.meaning.as_str());
+                format!("Investigate items tagged {tag}. {meaning}")
+                    .trim_end()
+                    .to_owned()
             });
-            format!("{tag} ({n} of {} items, {:.0}%): {text}", agg.all.total(), 100.0 * n as f64 / total)
+            format!(
+                "{tag} ({n} of {} items, {:.0}%): {text}",
+                agg.all.total(),
+                100.0 * n as f64 / total
+            )
         })
         .collect();
     if let Some(rate) = agg.unscored_rate().filter(|r| *r > 0.0) {
@@ -52,7 +62,11 @@ pub fn recommendations(suite: &Suite, agg: &RunAggregator) -> Vec<String> {
         ));
     }
     if agg.totals.failed > 0 {
-        let kinds: Vec<String> = agg.failure_reasons.iter().map(|(k, n)| format!("{k} ×{n}")).collect();
+        let kinds: Vec<String> = agg
+            .failure_reasons
+            .iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect();
         out.push(format!("{} examples failed to process ({}): see `failed` and re-run them with `evalfleet retry`.", agg.totals.failed, kinds.join(", ")));
     }
     out

@@ -21,9 +21,19 @@ fn render_all(suite: &Suite, recs: Vec<ResultRecord>) -> (Value, String, String,
     let mut agg = RunAggregator::new(suite);
     recs.iter().for_each(|r| agg.observe(r));
     let info = info();
-    let input = ReportInput { info: &info, suite, agg: &agg, items: &recs };
+    let input = ReportInput {
+        info: &info,
+        suite,
+        agg: &agg,
+        items: &recs,
+    };
     let json: Value = serde_json::from_str(&render("report.json", &input).unwrap()).unwrap();
-    (json, render("summary.md", &input).unwrap(), render("junit.xml", &input).unwrap(), render("report.html", &input).unwrap())
+    (
+        json,
+        render("summary.md", &input).unwrap(),
+        render("junit.xml", &input).unwrap(),
+        render("report.html", &input).unwrap(),
+    )
 }
 
 #[test]
@@ -36,7 +46,14 @@ fn support_report_has_the_seed_shape_and_half_even_means() {
             support_record(i, &format!("t{i}"), "gpt-4o", "v1.0", Some(r), Some(5.0))
         })
         .collect();
-    recs.push(ResultRecord::skipped("run-1", "support-judge", 40, None, String::new(), "Missing 'ticket' field".into()));
+    recs.push(ResultRecord::skipped(
+        "run-1",
+        "support-judge",
+        40,
+        None,
+        String::new(),
+        "Missing 'ticket' field".into(),
+    ));
     let (json, md, junit, _) = render_all(&suite, recs);
     let g = &json["aggregates"]["by_model"]["gpt-4o"];
     assert_eq!(g["count"], 40);
@@ -49,11 +66,17 @@ fn support_report_has_the_seed_shape_and_half_even_means() {
     assert_eq!(first["id"], "t0");
     assert_eq!(first["relevance"]["score"], serde_json::json!(3));
     assert_eq!(first["relevance"]["judge"]["provider"], "heuristic");
-    assert_eq!(json["skipped"][0], serde_json::json!({"index": 40, "reason": "Missing 'ticket' field"}));
+    assert_eq!(
+        json["skipped"][0],
+        serde_json::json!({"index": 40, "reason": "Missing 'ticket' field"})
+    );
     assert_eq!(json["totals"]["examples"], 41);
     assert_eq!(json["totals"]["skipped"], 1);
     assert!(md.contains("| relevance | 2.67 |"), "{md}");
-    assert!(junit.contains("tests=\"41\" failures=\"13\" errors=\"0\" skipped=\"1\""), "{junit}");
+    assert!(
+        junit.contains("tests=\"41\" failures=\"13\" errors=\"0\" skipped=\"1\""),
+        "{junit}"
+    );
 }
 
 #[test]
@@ -64,21 +87,54 @@ fn numbers_agree_across_json_markdown_and_junit() {
         support_record(1, "b<&>", "claude-x", "v1", Some(1.0), Some(2.0)),
         support_record(2, "c", "claude-x", "v2", Some(4.0), Some(4.0)),
     ];
-    let mut failed = ResultRecord::skipped("run-1", "support-judge", 3, None, "d".into(), "budget exhausted".into());
+    let mut failed = ResultRecord::skipped(
+        "run-1",
+        "support-judge",
+        3,
+        None,
+        "d".into(),
+        "budget exhausted".into(),
+    );
     failed.outcome = Outcome::Failed;
     recs.push(failed);
-    recs.push(ResultRecord::skipped("run-1", "support-judge", 4, Some(9), String::new(), "invalid JSON".into()));
+    recs.push(ResultRecord::skipped(
+        "run-1",
+        "support-judge",
+        4,
+        Some(9),
+        String::new(),
+        "invalid JSON".into(),
+    ));
     let (json, md, junit, html) = render_all(&suite, recs);
-    assert_eq!(json["totals"], serde_json::json!({"examples": 5, "ok": 3, "failed": 1, "skipped": 1, "unscored": 0}));
+    assert_eq!(
+        json["totals"],
+        serde_json::json!({"examples": 5, "ok": 3, "failed": 1, "skipped": 1, "unscored": 0})
+    );
     assert_eq!(json["failed"][0]["reason"], "budget exhausted");
-    assert_eq!(json["skipped"][0], serde_json::json!({"line": 9, "reason": "invalid JSON"}));
-    assert!(md.contains("| Examples | 5 (ok 3, failed 1, skipped 1) |"), "{md}");
+    assert_eq!(
+        json["skipped"][0],
+        serde_json::json!({"line": 9, "reason": "invalid JSON"})
+    );
+    assert!(
+        md.contains("| Examples | 5 (ok 3, failed 1, skipped 1) |"),
+        "{md}"
+    );
     assert!(md.contains("| Passed | 2 of 4 (50.0%) |"), "{md}");
-    assert!(junit.contains("<testsuites name=\"evalfleet\" tests=\"5\" failures=\"1\" errors=\"1\" skipped=\"1\""), "{junit}");
+    assert!(
+        junit.contains(
+            "<testsuites name=\"evalfleet\" tests=\"5\" failures=\"1\" errors=\"1\" skipped=\"1\""
+        ),
+        "{junit}"
+    );
     assert_eq!(junit.matches("<testcase ").count(), 5);
     assert!(junit.contains("name=\"b&lt;&amp;&gt;\""));
     assert!(junit.contains("<failure type=\"gate\" message=\"low_relevance, poor_tone\">"));
     assert_eq!(json["aggregates"]["overall"]["passed"], 2);
-    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg") && !html.contains("http://") && !html.contains("https://"));
+    assert!(
+        html.starts_with("<!DOCTYPE html>")
+            && html.contains("<svg")
+            && !html.contains("http://")
+            && !html.contains("https://")
+    );
     assert!(!html.contains("b<&>"), "ids are escaped in HTML");
 }

@@ -46,7 +46,11 @@ impl SuiteFile {
     pub(super) fn into_suite(self, base: Option<Suite>, origin: &str) -> Result<Suite, String> {
         let kind = match (&base, self.kind) {
             (Some(b), Some(k)) if b.kind != k => {
-                return Err(format!("'kind: {}' contradicts 'extends: {}'", k.name(), b.kind.name()))
+                return Err(format!(
+                    "'kind: {}' contradicts 'extends: {}'",
+                    k.name(),
+                    b.kind.name()
+                ))
             }
             (Some(b), _) => b.kind,
             (None, Some(k)) => k,
@@ -57,22 +61,39 @@ impl SuiteFile {
             .name
             .or_else(|| base.as_ref().map(|b| b.name.clone()))
             .unwrap_or_else(|| origin.to_owned());
-        let description = self.description.or_else(|| base.as_ref().map(|b| b.description.clone()));
-        let dimensions = self.dimensions.or_else(|| base.as_ref().map(|b| b.dimensions.clone()));
-        let group_by = self.group_by.or_else(|| base.as_ref().map(|b| b.group_by.clone()));
-        let run_gates = self.run_gates.or_else(|| base.as_ref().map(|b| b.run_gates.clone()));
-        let rag = self.rag.or_else(|| base.as_ref().map(|b| b.rag.clone())).unwrap_or_default();
+        let description = self
+            .description
+            .or_else(|| base.as_ref().map(|b| b.description.clone()));
+        let dimensions = self
+            .dimensions
+            .or_else(|| base.as_ref().map(|b| b.dimensions.clone()));
+        let group_by = self
+            .group_by
+            .or_else(|| base.as_ref().map(|b| b.group_by.clone()));
+        let run_gates = self
+            .run_gates
+            .or_else(|| base.as_ref().map(|b| b.run_gates.clone()));
+        let rag = self
+            .rag
+            .or_else(|| base.as_ref().map(|b| b.rag.clone()))
+            .unwrap_or_default();
         let inherited = base.map(|b| b.gates).unwrap_or_default();
         let gates = merge_gates(inherited, self.gates.unwrap_or_default())?;
         let dimensions = dimensions.ok_or_else(|| missing("dimensions"))?;
         for d in &dimensions {
             if d.min >= d.max {
-                return Err(format!("dimension '{}': min {} must be below max {}", d.name, d.min, d.max));
+                return Err(format!(
+                    "dimension '{}': min {} must be below max {}",
+                    d.name, d.min, d.max
+                ));
             }
         }
         let run_gates = run_gates.unwrap_or_default();
         if !(0.0..=1.0).contains(&run_gates.min_pass_rate) {
-            return Err(format!("run_gates.min_pass_rate {} is not in [0, 1]", run_gates.min_pass_rate));
+            return Err(format!(
+                "run_gates.min_pass_rate {} is not in [0, 1]",
+                run_gates.min_pass_rate
+            ));
         }
         if rag.top_k == 0 {
             return Err("rag.top_k must be at least 1".to_owned());

@@ -25,7 +25,11 @@ pub enum SuiteKind {
 }
 
 impl SuiteKind {
-    pub const ALL: [SuiteKind; 3] = [SuiteKind::SupportJudge, SuiteKind::RagLayers, SuiteKind::LogAnalysis];
+    pub const ALL: [SuiteKind; 3] = [
+        SuiteKind::SupportJudge,
+        SuiteKind::RagLayers,
+        SuiteKind::LogAnalysis,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -81,7 +85,10 @@ pub struct RunGates {
 
 impl Default for RunGates {
     fn default() -> Self {
-        RunGates { min_pass_rate: 0.0, max_unscored_rate: 1.0 }
+        RunGates {
+            min_pass_rate: 0.0,
+            max_unscored_rate: 1.0,
+        }
     }
 }
 
@@ -103,7 +110,10 @@ pub enum SuiteError {
     #[error("unknown suite '{name}': use one of support-judge, rag-layers, log-analysis, a file in {dir}, or a path to a suite YAML file")]
     Unknown { name: String, dir: String },
     #[error("cannot read suite file '{path}': {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("suite file '{path}': {message}")]
     Invalid { path: String, message: String },
 }
@@ -120,7 +130,8 @@ impl Suite {
     /// Resolves `--suite S`: a path to a YAML file, a file `S.yaml` in `suites_dir`, or a
     /// built-in name.
     pub fn resolve(name: &str, suites_dir: Option<&Path>) -> Result<Suite, SuiteError> {
-        let looks_like_path = name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/');
+        let looks_like_path =
+            name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/');
         if looks_like_path {
             return Suite::from_file(Path::new(name));
         }
@@ -130,10 +141,12 @@ impl Suite {
                 return Suite::from_file(&candidate);
             }
         }
-        SuiteKind::from_name(name).map(Suite::builtin).ok_or_else(|| SuiteError::Unknown {
-            name: name.to_owned(),
-            dir: suites_dir.map_or("config/suites".to_owned(), |d| d.display().to_string()),
-        })
+        SuiteKind::from_name(name)
+            .map(Suite::builtin)
+            .ok_or_else(|| SuiteError::Unknown {
+                name: name.to_owned(),
+                dir: suites_dir.map_or("config/suites".to_owned(), |d| d.display().to_string()),
+            })
     }
 
     pub fn from_file(path: &Path) -> Result<Suite, SuiteError> {
@@ -146,13 +159,18 @@ impl Suite {
 
     /// Parses a suite file; `origin` names it in errors.
     pub fn from_yaml(text: &str, origin: &str) -> Result<Suite, SuiteError> {
-        let invalid = |message: String| SuiteError::Invalid { path: origin.to_owned(), message };
+        let invalid = |message: String| SuiteError::Invalid {
+            path: origin.to_owned(),
+            message,
+        };
         let file: SuiteFile = serde_norway::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let base = match &file.extends {
             Some(parent) => Some(
                 SuiteKind::from_name(parent)
                     .map(Suite::builtin)
-                    .ok_or_else(|| invalid(format!("'extends: {parent}' names no built-in suite")))?,
+                    .ok_or_else(|| {
+                        invalid(format!("'extends: {parent}' names no built-in suite"))
+                    })?,
             ),
             None => None,
         };
