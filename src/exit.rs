@@ -38,7 +38,10 @@ impl Exit {
                 || e.is::<DatasetError>()
                 || e.is::<SuiteError>()
                 || e.is::<ConfigError>()
-                || matches!(e.downcast_ref::<ProduceError>(), Some(ProduceError::Dataset(_)))
+                || matches!(
+                    e.downcast_ref::<ProduceError>(),
+                    Some(ProduceError::Dataset(_))
+                )
         });
         if bad_input {
             Exit::BadInput
