@@ -138,3 +138,35 @@ fn numbers_agree_across_json_markdown_and_junit() {
     );
     assert!(!html.contains("b<&>"), "ids are escaped in HTML");
 }
+
+#[test]
+fn recommendations_never_fire_on_absent_scores() {
+    let suite = Suite::builtin(SuiteKind::SupportJudge);
+    // `--judge none`: no scores at all, so no gate can trip and nothing is recommended.
+    let recs: Vec<ResultRecord> = (0..3)
+        .map(|i| {
+            let mut r = support_record(i, &format!("t{i}"), "gpt-4o", "v1", None, None);
+            r.scores = crate::record::Scores::default();
+            r
+        })
+        .collect();
+    let mut agg = RunAggregator::new(&suite);
+    recs.iter().for_each(|r| agg.observe(r));
+    assert_eq!(agg.all.passed, 3);
+    assert!(recommendations(&suite, &agg).is_empty());
+    // One real low score does fire exactly one recommendation, naming its tag.
+    agg.observe(&support_record(
+        3,
+        "t3",
+        "gpt-4o",
+        "v1",
+        Some(1.0),
+        Some(5.0),
+    ));
+    let recs = recommendations(&suite, &agg);
+    assert_eq!(recs.len(), 1);
+    assert!(
+        recs[0].starts_with("low_relevance (1 of 4 items"),
+        "{recs:?}"
+    );
+}
