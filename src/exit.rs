@@ -6,6 +6,7 @@ use evalfleet_producer::ProduceError;
 use evalfleet_shared::config::ConfigError;
 use evalfleet_shared::dataset::DatasetError;
 use evalfleet_shared::suite::SuiteError;
+use evalfleet_worker::WorkerError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -38,6 +39,10 @@ impl Exit {
                 || e.is::<DatasetError>()
                 || e.is::<SuiteError>()
                 || e.is::<ConfigError>()
+                || matches!(
+                    e.downcast_ref::<WorkerError>(),
+                    Some(WorkerError::Stopped(_))
+                )
                 || matches!(
                     e.downcast_ref::<ProduceError>(),
                     Some(ProduceError::Dataset(_))

@@ -79,6 +79,46 @@ pub struct Score {
     pub judge: JudgeId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unscored: Option<String>,
+    /// Answered from the judge cache (no call made, nothing spent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+    /// With several judges on the dimension: each judge's own verdict; `score` is their mean.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub panel: Vec<PanelVerdict>,
+}
+
+impl Score {
+    pub fn scored(score: f64, reasoning: String, judge: JudgeId) -> Score {
+        Score {
+            score: Some(score),
+            reasoning,
+            judge,
+            unscored: None,
+            cached: false,
+            panel: Vec::new(),
+        }
+    }
+
+    /// A verdict the judge could not give (its reply stayed invalid after the re-ask).
+    pub fn unscored(judge: JudgeId, reason: String) -> Score {
+        Score {
+            score: None,
+            reasoning: String::new(),
+            judge,
+            unscored: Some(reason),
+            cached: false,
+            panel: Vec::new(),
+        }
+    }
+}
+
+/// One judge's verdict on a dimension judged by a panel. `score` is the raw rubric score (the
+/// categories inter-judge agreement is computed over), null when this judge stayed unscored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PanelVerdict {
+    pub judge: JudgeId,
+    pub score: Option<i64>,
+    pub reasoning: String,
 }
 
 /// Tokens and estimated cost of the judge calls (and of the system, when its trace says).
@@ -161,6 +201,21 @@ impl ResultRecord {
         }
     }
 
+    /// A record for an example whose processing failed (judge errors after retries, budget).
+    pub fn failed(
+        run_id: &str,
+        suite: &str,
+        index: u64,
+        line: Option<u64>,
+        id: String,
+        reason: String,
+    ) -> Self {
+        ResultRecord {
+            outcome: Outcome::Failed,
+            ..ResultRecord::skipped(run_id, suite, index, line, id, reason)
+        }
+    }
+
     /// A metric or judge score by name, for gates and aggregates.
     pub fn value(&self, name: &str) -> Option<f64> {
         self.metrics
@@ -235,12 +290,7 @@ mod tests {
         rec.metrics = Metrics(vec![("zeta".into(), Some(0.5)), ("alpha".into(), None)]);
         rec.scores = Scores(vec![(
             "tone".into(),
-            Score {
-                score: Some(4.0),
-                reasoning: "ok".into(),
-                judge: JudgeId::heuristic(),
-                unscored: None,
-            },
+            Score::scored(4.0, "ok".into(), JudgeId::heuristic()),
         )]);
         let text = serde_json::to_string(&rec).unwrap();
         assert!(

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod estimate;
 pub mod generate;
 pub mod run;
 pub mod validate;

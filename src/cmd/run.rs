@@ -11,11 +11,13 @@ use clap::Args;
 use evalfleet_aggregator::{follow, write_reports};
 use evalfleet_producer::{open_dataset, produce, Progress};
 use evalfleet_shared::aggregate::RunAggregator;
+use evalfleet_shared::config::Config;
 use evalfleet_shared::evaluate::{Evaluator, Validator};
 use evalfleet_shared::queue::InProcessQueue;
 use evalfleet_shared::report::{ReportInput, RunInfo};
 use evalfleet_shared::store::InProcessStore;
-use evalfleet_worker::{run_workers, Judge, JudgeMode, Pipeline, WorkerStats};
+use evalfleet_worker::judge::cache::{InMemoryCache, JudgeCache, NoCache};
+use evalfleet_worker::{run_workers, Judge, JudgeMode, LiveJudge, Pipeline, WorkerStats};
 
 use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
@@ -33,9 +35,16 @@ pub struct RunArgs {
     /// Examples evaluated at once (default: config `concurrency`, 0 = one per core).
     #[arg(long, short = 'j')]
     pub concurrency: Option<usize>,
-    /// The judge: none, or heuristic (offline, deterministic).
+    /// The judge: none, heuristic (offline, deterministic) or live (the providers under
+    /// `judges:` in the config).
     #[arg(long, value_enum, default_value = "heuristic")]
     pub judge: JudgeMode,
+    /// Print the judge calls, tokens and cost a live run would make, and exit: nothing is sent.
+    #[arg(long)]
+    pub estimate: bool,
+    /// Stop judge calls once this many USD are spent (overrides `judges.budget_usd`).
+    #[arg(long)]
+    pub budget: Option<f64>,
     /// Run id (default: generated from the time).
     #[arg(long)]
     pub run_id: Option<String>,
@@ -44,7 +53,18 @@ pub struct RunArgs {
 pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     let dataset_bytes = super::dataset_len(&args.dataset)?;
+    let mut config = config;
+    if let Some(budget) = args.budget {
+        config.judges.budget_usd = Some(budget);
+    }
+    if args.estimate {
+        return super::estimate::print_estimate(&args.dataset, &config, &suite);
+    }
+    let judge = build_judge(args.judge, &config)?;
+    let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
+        // Offline judges are CPU-bound (one task per core); live ones wait on the network.
+        0 if live => 128,
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
     };
@@ -71,7 +91,9 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             dataset_dir.clone(),
         ));
         // Offline judges are CPU-bound: hand work over in chunks to save thread wake-ups.
-        let (chunk, event_batch) = (64, 256);
+        // Offline judges hand work over in chunks to save thread wake-ups; a live judge's
+        // examples go one by one, so one slow call never holds other examples back.
+        let (chunk, event_batch) = if live { (1, 16) } else { (64, 256) };
         let queue = InProcessQueue::new(concurrency * chunk * 4, chunk);
         let (store, events) = InProcessStore::new(&run_id, 64, event_batch)
             .context("creating the result spill file")?;
@@ -80,12 +102,12 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             suite: suite.clone(),
             rules: config.model_prefixes.clone(),
             dataset_dir,
-            judge: Judge::new(args.judge),
+            judge,
         });
         let evaluated = Arc::new(AtomicU64::new(0));
         let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
 
-        let workers = tokio::spawn(run_workers(
+        let mut workers = tokio::spawn(run_workers(
             queue.clone(),
             store.clone(),
             pipeline,
@@ -99,13 +121,22 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             follow(events, &mut agg, &agg_seen).await;
             agg
         });
-        let produced = produce(reader, validator, &run_id, &queue, store.as_ref(), &read).await;
-        queue.finish_publishing();
-        produced?;
-        workers.await.context("a worker task panicked")??;
+        // The workers can stop early (a rejected API key): then stop producing too, or the
+        // producer would wait forever on a full queue.
+        let producing = produce(reader, validator, &run_id, &queue, store.as_ref(), &read);
+        let workers_done = tokio::select! {
+            produced = producing => {
+                queue.finish_publishing();
+                produced?;
+                workers.await
+            }
+            early = &mut workers => early,
+        };
+        let stopped = workers_done.context("a worker task panicked")?;
+        progress.finish();
+        stopped?;
         store.close_events().await;
         let agg = aggregator.await.context("the aggregator task panicked")?;
-        progress.finish();
         anyhow::Ok((agg, store))
     })?;
 
@@ -197,6 +228,23 @@ fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
             dir.display()
         );
     }
+}
+
+fn build_judge(mode: JudgeMode, config: &Config) -> anyhow::Result<Judge> {
+    Ok(match mode {
+        JudgeMode::None => Judge::None,
+        JudgeMode::Heuristic => Judge::Heuristic,
+        JudgeMode::Live => {
+            let cache: Arc<dyn JudgeCache> = if config.judges.cache {
+                Arc::new(InMemoryCache::default())
+            } else {
+                Arc::new(NoCache)
+            };
+            Judge::Live(Arc::new(
+                LiveJudge::new(&config.judges, cache).map_err(BadInput)?,
+            ))
+        }
+    })
 }
 
 /// `run-20261123-071702-3f9a`: sortable by time, unique enough for one user's runs.

@@ -13,7 +13,7 @@ use std::time::Duration;
 use evalfleet_shared::queue::{Delivery, QueueError, WorkQueue};
 use evalfleet_shared::store::{PutOutcome, ResultStore};
 
-pub use judge::{Judge, JudgeMode};
+pub use judge::{Judge, JudgeMode, LiveJudge};
 pub use process::{process, Pipeline};
 
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +22,9 @@ pub enum WorkerError {
     Queue(#[from] QueueError),
     #[error("worker task failed: {0}")]
     Task(String),
+    /// A judge's API key was rejected: nothing more can be judged.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 /// What the workers did.
@@ -79,6 +82,11 @@ async fn consume<Q: WorkQueue, S: ResultStore>(
             stats.redelivered.fetch_add(1, Ordering::Relaxed);
         }
         let record = process(&mut evaluator, &pipeline.judge, delivery.message()).await;
+        if let Some(reason) = pipeline.judge.stopped() {
+            // The example was not judged: give it back rather than store it as failed.
+            delivery.requeue().await?;
+            return Err(WorkerError::Stopped(reason.to_owned()));
+        }
         match store.put(record).await {
             Ok(outcome) => {
                 if outcome == PutOutcome::AlreadyStored {

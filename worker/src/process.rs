@@ -58,18 +58,40 @@ pub async fn process(evaluator: &mut Evaluator, judge: &Judge, msg: &Message) ->
     };
     let suite = evaluator.suite.clone();
     let tasks = judge_tasks(&suite, &example);
-    let judged = judge.judge(&example, &tasks).await;
-    let effort = Effort {
-        usage: judged.usage,
-        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-        attempts: judged.attempts,
-    };
-    evaluator.finish(
-        &msg.run_id,
-        msg.index,
-        msg.line,
-        &example,
-        judged.scores,
-        effort,
-    )
+    let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
+    match judge.judge(&example, &tasks).await {
+        Ok(judged) => {
+            let effort = Effort {
+                usage: judged.usage,
+                latency_ms: latency_ms(),
+                attempts: judged.attempts,
+            };
+            evaluator.finish(
+                &msg.run_id,
+                msg.index,
+                msg.line,
+                &example,
+                judged.scores,
+                effort,
+            )
+        }
+        Err(failure) => {
+            let mut rec = ResultRecord::failed(
+                &msg.run_id,
+                &suite.name,
+                msg.index,
+                msg.line,
+                example.id().to_owned(),
+                failure.reason,
+            );
+            rec.group = example.group();
+            rec.attempts = failure.attempts;
+            rec.usage = failure.usage;
+            rec.latency_ms = latency_ms();
+            if let Some(status) = failure.last_status {
+                rec.details.insert("last_status".into(), status.into());
+            }
+            rec
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::agreement::Agreement;
 use crate::record::{Outcome, ResultRecord};
 use crate::stats::{Stats, StatsSummary};
 
@@ -59,11 +60,20 @@ impl Hist {
     }
 }
 
-/// How a value's histogram is shaped; one per metric/dimension slot.
+/// A judge dimension's reported scale: its raw rubric range, reported as is or on [0, 1].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Shape {
     Integer(i64, i64),
-    Unit,
+    Unit(i64, i64),
+}
+
+impl Shape {
+    /// The raw rubric range (what inter-judge agreement counts over).
+    fn range(self) -> (i64, i64) {
+        match self {
+            Shape::Integer(lo, hi) | Shape::Unit(lo, hi) => (lo, hi),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,6 +87,9 @@ pub struct GroupAcc {
     pub scores: Vec<Stats>,
     pub score_hists: Vec<Hist>,
     pub unscored: Vec<u64>,
+    /// Per dimension, once a panel of judges scored it.
+    pub agreement: Vec<Option<Agreement>>,
+    ranges: Vec<(i64, i64)>,
     pub latency_ms: Stats,
 }
 
@@ -94,10 +107,12 @@ impl GroupAcc {
                 .iter()
                 .map(|s| match *s {
                     Shape::Integer(lo, hi) => Hist::integer(lo, hi),
-                    Shape::Unit => Hist::unit(),
+                    Shape::Unit(..) => Hist::unit(),
                 })
                 .collect(),
             unscored: vec![0; dimension_shapes.len()],
+            agreement: vec![None; dimension_shapes.len()],
+            ranges: dimension_shapes.iter().map(|s| s.range()).collect(),
             latency_ms: Stats::default(),
         }
     }
@@ -136,6 +151,13 @@ impl GroupAcc {
         }
         for ((_, score), slot) in rec.scores.0.iter().zip(score_slots) {
             let Some(slot) = *slot else { continue };
+            if !score.panel.is_empty() {
+                let (lo, hi) = self.ranges[slot];
+                let raw: Vec<Option<i64>> = score.panel.iter().map(|p| p.score).collect();
+                self.agreement[slot]
+                    .get_or_insert_with(|| Agreement::new(lo, hi))
+                    .observe(&raw);
+            }
             match score.score {
                 Some(v) => {
                     self.scores[slot].push(v);

@@ -2,12 +2,14 @@
 //! O(groups) state, and the same state renders every report. Everything here is independent of
 //! arrival order, so a fleet run and an embedded run of the same data agree exactly.
 
+mod agreement;
 mod group;
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+pub use agreement::{Agreement, AgreementSummary};
 pub use group::{GroupAcc, Hist, Shape};
 
 use crate::record::{Outcome, ResultRecord, Usage};
@@ -76,6 +78,9 @@ pub struct RunAggregator {
     pub usage: Usage,
     /// The evaluated system's own latency, where its trace records one (rag-layers).
     pub system_latency_ms: Stats,
+    /// Judge calls made (retries and re-asks included) and judge answers taken from the cache.
+    pub judge_calls: u64,
+    pub cache_hits: u64,
 }
 
 impl RunAggregator {
@@ -85,7 +90,7 @@ impl RunAggregator {
             .iter()
             .map(|d| {
                 if d.unit {
-                    Shape::Unit
+                    Shape::Unit(d.min, d.max)
                 } else {
                     Shape::Integer(d.min, d.max)
                 }
@@ -105,11 +110,15 @@ impl RunAggregator {
             worst: HashMap::new(),
             usage: Usage::default(),
             system_latency_ms: Stats::default(),
+            judge_calls: 0,
+            cache_hits: 0,
         }
     }
 
     pub fn observe(&mut self, rec: &ResultRecord) {
         self.totals.examples += 1;
+        self.judge_calls += u64::from(rec.attempts);
+        self.cache_hits += rec.scores.0.iter().filter(|(_, s)| s.cached).count() as u64;
         match rec.outcome {
             Outcome::Ok => self.totals.ok += 1,
             Outcome::Failed => {
@@ -301,6 +310,19 @@ impl RunAggregator {
                 threshold: suite.run_gates.max_unscored_rate,
                 passed: rate.unwrap_or(0.0) <= suite.run_gates.max_unscored_rate,
             });
+        }
+        if let Some(min) = suite.run_gates.min_agreement {
+            // Only dimensions a panel judged have an agreement to gate.
+            for (dim, agreement) in self.dimensions.iter().zip(&self.all.agreement) {
+                if let Some(value) = agreement.as_ref().map(|a| a.summary().value()) {
+                    checks.push(RunGateCheck {
+                        name: format!("min_agreement.{dim}"),
+                        value,
+                        threshold: min,
+                        passed: value.is_some_and(|v| v >= min),
+                    });
+                }
+            }
         }
         checks
     }

@@ -12,11 +12,9 @@ pub(crate) fn support_record(
     relevance: Option<f64>,
     tone: Option<f64>,
 ) -> ResultRecord {
-    let score = |v: Option<f64>| Score {
-        score: v,
-        reasoning: "r".into(),
-        judge: JudgeId::heuristic(),
-        unscored: v.is_none().then(|| "invalid reply".to_owned()),
+    let score = |v: Option<f64>| match v {
+        Some(v) => Score::scored(v, "r".into(), JudgeId::heuristic()),
+        None => Score::unscored(JudgeId::heuristic(), "invalid reply".into()),
     };
     let mut rec = ResultRecord::skipped(
         "run",

@@ -46,21 +46,16 @@ pub fn heuristic_verdict(dimension: &Dimension, example: &Example) -> Score {
         _ => None,
     };
     match fraction_and_reason {
-        Some((f, reasoning)) => Score {
-            score: Some(on_scale(dimension, f)),
-            reasoning,
-            judge: JudgeId::heuristic(),
-            unscored: None,
-        },
-        None => Score {
-            score: None,
-            reasoning: String::new(),
-            judge: JudgeId::heuristic(),
-            unscored: Some(format!(
+        Some((f, reasoning)) => {
+            Score::scored(on_scale(dimension, f), reasoning, JudgeId::heuristic())
+        }
+        None => Score::unscored(
+            JudgeId::heuristic(),
+            format!(
                 "the heuristic judge has no rule for dimension '{}'",
                 dimension.name
-            )),
-        },
+            ),
+        ),
     }
 }
 

@@ -78,12 +78,31 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     w.put("],\"aggregates\":")?;
     w.json(&aggregates(suite, agg))?;
     w.put(",\"judge\":")?;
-    w.json(&json!({"mode": info.judge, "usage": agg.usage, "unscored": agg.totals.unscored}))?;
+    w.json(&judge_block(info, agg))?;
     w.put(",\"recommendations\":")?;
     w.json(&recommendations(suite, agg))?;
     w.put(",\"config\":")?;
     w.json(suite)?;
     w.put("}\n")
+}
+
+/// The judges' work: calls made, answers from the cache, tokens and cost, unscored replies,
+/// and the run's inter-judge agreement per dimension when a panel judged.
+fn judge_block(info: &super::RunInfo, agg: &RunAggregator) -> Value {
+    let agreement: Map<String, Value> = agg
+        .dimensions()
+        .iter()
+        .zip(&agg.all.agreement)
+        .filter_map(|(d, a)| a.as_ref().map(|a| (d.clone(), json!(a.summary()))))
+        .collect();
+    let mut block = json!({
+        "mode": info.judge, "calls": agg.judge_calls, "cache_hits": agg.cache_hits,
+        "usage": agg.usage, "unscored": agg.totals.unscored,
+    });
+    if !agreement.is_empty() {
+        block["agreement"] = Value::Object(agreement);
+    }
+    block
 }
 
 /// One `results` entry in the seed's shape: id, model, prompt_version, then each dimension as
@@ -147,6 +166,9 @@ fn seed_group(suite: &Suite, agg: &RunAggregator, g: &GroupAcc) -> Value {
                 "scored": stats.count, "unscored": g.unscored[slot],
             }),
         );
+        if let Some(agreement) = &g.agreement[slot] {
+            out[name.as_str()]["agreement"] = json!(agreement.summary());
+        }
     }
     // `min`/`max` print as integers for whole values, as the seed's do.
     let mut v = Value::Object(out);

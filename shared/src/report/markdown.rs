@@ -81,6 +81,27 @@ fn overall(out: &mut String, input: &ReportInput<'_>) {
     if t.unscored > 0 {
         out.push_str(&format!("| Unscored judge replies | {} |\n", t.unscored));
     }
+    if agg.judge_calls > 0 || agg.cache_hits > 0 {
+        out.push_str(&format!(
+            "| Judge calls | {} (answers from the cache: {}) |\n",
+            agg.judge_calls, agg.cache_hits
+        ));
+    }
+    for (dim, a) in agg.dimensions().iter().zip(&agg.all.agreement) {
+        if let Some(s) = a.as_ref().map(|a| a.summary()) {
+            let stat = if s.judges == 2 {
+                "Cohen's kappa"
+            } else {
+                "Krippendorff's alpha"
+            };
+            out.push_str(&format!(
+                "| Agreement on {dim} ({} judges) | {stat} {} over {} items |\n",
+                s.judges,
+                num(s.value()),
+                s.units
+            ));
+        }
+    }
     let u = &agg.usage;
     out.push_str(&format!(
         "| Tokens (in / out) | {} / {} |\n| Cost (USD) | {:.4} |\n",

@@ -81,6 +81,9 @@ pub struct RunGates {
     pub min_pass_rate: f64,
     /// The share of judge calls that may end unscored.
     pub max_unscored_rate: f64,
+    /// With a panel of judges: the inter-judge agreement each dimension must reach (Cohen's
+    /// kappa for two judges, Krippendorff's alpha for more). None = not gated.
+    pub min_agreement: Option<f64>,
 }
 
 impl Default for RunGates {
@@ -88,6 +91,7 @@ impl Default for RunGates {
         RunGates {
             min_pass_rate: 0.0,
             max_unscored_rate: 1.0,
+            min_agreement: None,
         }
     }
 }

@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::routing::ProviderRules;
 
+mod judges;
+
+pub use judges::{Api, JudgeConfig, Price, ProviderConfig, RetryConfig};
+
 /// The file `run` and `validate` read when no `--config` is given and it exists.
 pub const DEFAULT_PATH: &str = "config/evalfleet.yaml";
 
@@ -24,6 +28,8 @@ pub struct Config {
     pub concurrency: usize,
     /// Where `run` writes `<run_id>/` report directories when `--out` is not given.
     pub reports_dir: PathBuf,
+    /// Live judges: providers, routing, retry, prices, budget, cache.
+    pub judges: JudgeConfig,
 }
 
 impl Default for Config {
@@ -33,6 +39,7 @@ impl Default for Config {
             model_prefixes: ProviderRules::default(),
             concurrency: 0,
             reports_dir: PathBuf::from("reports"),
+            judges: JudgeConfig::default(),
         }
     }
 }
@@ -50,7 +57,13 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KEYS: [&str; 4] = ["suites_dir", "model_prefixes", "concurrency", "reports_dir"];
+const KEYS: [&str; 5] = [
+    "suites_dir",
+    "model_prefixes",
+    "concurrency",
+    "reports_dir",
+    "judges",
+];
 
 impl Config {
     /// Loads `path`, or [`DEFAULT_PATH`] when it exists, then applies the environment.
@@ -81,6 +94,7 @@ impl Config {
             .merge(env)
             .extract()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        config.judges.validate().map_err(ConfigError::Invalid)?;
         Ok(config)
     }
 }

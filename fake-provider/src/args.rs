@@ -1,0 +1,223 @@
+//! Every knob of the fake provider, in one struct the `evalfleet` CLI flattens into its
+//! `fake-provider` subcommand, plus the partial update `POST /admin/config` applies at runtime
+//! (so a test can make the provider answer 429 to everything for a while, then heal it).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// How the per-provider requests/minute and tokens/minute limits are enforced.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateLimitMode {
+    /// A token bucket (GCRA) holding one minute's worth, refilled continuously: the algorithm
+    /// OpenAI and Anthropic document. A client limiter such as `governor` matches it exactly.
+    #[default]
+    #[serde(alias = "token-bucket")]
+    TokenBucket,
+    /// A strict sliding 60 s window: no 60 s interval ever holds more than the limit.
+    #[serde(alias = "sliding-window")]
+    SlidingWindow,
+}
+
+/// All options of `evalfleet fake-provider`.
+#[derive(clap::Args, Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FakeProviderArgs {
+    /// Port to bind on 127.0.0.1 (0 = an ephemeral port).
+    #[arg(long, default_value_t = 8089)]
+    pub port: u16,
+    /// API key both APIs require when set (401 otherwise). Never echoed back in full.
+    #[arg(long, env = "EVALFLEET_FAKE_PROVIDER_API_KEY", hide_env_values = true)]
+    #[serde(skip_serializing)]
+    pub api_key: Option<String>,
+    /// Base latency added to every admitted request, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub latency_ms: u64,
+    /// Extra latency drawn uniformly from [0, jitter] per request, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub jitter_ms: u64,
+    /// OpenAI requests per minute (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rpm_openai: u32,
+    /// OpenAI tokens per minute (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub tpm_openai: u32,
+    /// Anthropic requests per minute (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rpm_anthropic: u32,
+    /// Anthropic tokens per minute (0 = unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub tpm_anthropic: u32,
+    /// How the limits are enforced.
+    #[arg(long, value_enum, default_value_t = RateLimitMode::TokenBucket)]
+    pub rate_limit_mode: RateLimitMode,
+    /// Share of requests answered with an injected, retryable 429 rate-limit error.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_429: f64,
+    /// Share answered with a non-retryable quota error (OpenAI 429 `insufficient_quota`;
+    /// Anthropic 400 "credit balance is too low").
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_quota: f64,
+    /// Share answered with a 500 server error.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_500: f64,
+    /// Share answered "overloaded" (Anthropic 529 `overloaded_error`; OpenAI 503).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_529: f64,
+    /// Share that hang for `--hang-ms` before answering normally.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_hang: f64,
+    /// Share answered 200 with a truncated, invalid JSON body.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_malformed: f64,
+    /// Share whose (otherwise valid) judge reply carries score = max + 3.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_out_of_range: f64,
+    /// Share whose (otherwise valid) API reply has prose content with no JSON in it.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub fault_non_json: f64,
+    /// How long a hanging request sleeps before answering, in milliseconds.
+    #[arg(long, default_value_t = 120_000)]
+    pub hang_ms: u64,
+    /// `retry-after` of injected 429s, in milliseconds (sent as whole seconds, rounded up;
+    /// OpenAI replies also carry the exact `retry-after-ms`).
+    #[arg(long, default_value_t = 1_000)]
+    pub fault_retry_after_ms: u64,
+    /// Share of replies wrapped in prose and/or a ```json fence. OpenAI requests with
+    /// `response_format` `json_object`/`json_schema` always get bare JSON.
+    #[arg(long, default_value_t = 0.2, value_parser = parse_rate)]
+    pub wrap_rate: f64,
+    /// Seed of the score hash and of the per-request fault/latency/wrapping draws.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+}
+
+impl Default for FakeProviderArgs {
+    fn default() -> Self {
+        Self {
+            port: 8089,
+            api_key: None,
+            latency_ms: 0,
+            jitter_ms: 0,
+            rpm_openai: 0,
+            tpm_openai: 0,
+            rpm_anthropic: 0,
+            tpm_anthropic: 0,
+            rate_limit_mode: RateLimitMode::TokenBucket,
+            fault_429: 0.0,
+            fault_quota: 0.0,
+            fault_500: 0.0,
+            fault_529: 0.0,
+            fault_hang: 0.0,
+            fault_malformed: 0.0,
+            fault_out_of_range: 0.0,
+            fault_non_json: 0.0,
+            hang_ms: 120_000,
+            fault_retry_after_ms: 1_000,
+            wrap_rate: 0.2,
+            seed: 7,
+        }
+    }
+}
+
+impl FakeProviderArgs {
+    /// Checks what clap's parsers cannot see when the struct comes from serde.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, value) in self.rates() {
+            check_rate(name, value)?;
+        }
+        Ok(())
+    }
+
+    fn rates(&self) -> [(&'static str, f64); 9] {
+        [
+            ("fault_429", self.fault_429),
+            ("fault_quota", self.fault_quota),
+            ("fault_500", self.fault_500),
+            ("fault_529", self.fault_529),
+            ("fault_hang", self.fault_hang),
+            ("fault_malformed", self.fault_malformed),
+            ("fault_out_of_range", self.fault_out_of_range),
+            ("fault_non_json", self.fault_non_json),
+            ("wrap_rate", self.wrap_rate),
+        ]
+    }
+}
+
+/// The body of `POST /admin/config`: every field optional, unknown fields rejected so a typo
+/// cannot silently leave the provider in its old behaviour. Port and API key are fixed.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigPatch {
+    pub latency_ms: Option<u64>,
+    pub jitter_ms: Option<u64>,
+    pub rpm_openai: Option<u32>,
+    pub tpm_openai: Option<u32>,
+    pub rpm_anthropic: Option<u32>,
+    pub tpm_anthropic: Option<u32>,
+    pub rate_limit_mode: Option<RateLimitMode>,
+    pub fault_429: Option<f64>,
+    pub fault_quota: Option<f64>,
+    pub fault_500: Option<f64>,
+    pub fault_529: Option<f64>,
+    pub fault_hang: Option<f64>,
+    pub fault_malformed: Option<f64>,
+    pub fault_out_of_range: Option<f64>,
+    pub fault_non_json: Option<f64>,
+    pub hang_ms: Option<u64>,
+    pub fault_retry_after_ms: Option<u64>,
+    pub wrap_rate: Option<f64>,
+    /// A new seed also restarts the per-request random stream.
+    pub seed: Option<u64>,
+}
+
+impl ConfigPatch {
+    /// The options after this patch, validated; `args` itself is left alone on error.
+    pub fn apply_to(&self, args: &FakeProviderArgs) -> Result<FakeProviderArgs, ConfigError> {
+        let mut next = args.clone();
+        macro_rules! set {
+            ($($field:ident),*) => { $( if let Some(v) = self.$field { next.$field = v; } )* };
+        }
+        set!(
+            latency_ms,
+            jitter_ms,
+            rpm_openai,
+            tpm_openai,
+            rpm_anthropic,
+            tpm_anthropic,
+            rate_limit_mode,
+            fault_429,
+            fault_quota,
+            fault_500,
+            fault_529,
+            fault_hang,
+            fault_malformed,
+            fault_out_of_range,
+            fault_non_json,
+            hang_ms,
+            fault_retry_after_ms,
+            wrap_rate,
+            seed
+        );
+        next.validate()?;
+        Ok(next)
+    }
+}
+
+fn check_rate(name: &'static str, value: f64) -> Result<(), ConfigError> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(ConfigError::RateOutOfRange { name, value })
+    }
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number"))?;
+    check_rate("rate", value)
+        .map(|()| value)
+        .map_err(|_| format!("{value} is not a rate in [0, 1]"))
+}

@@ -1,0 +1,33 @@
+//! `evalfleet fake-provider`: one local server that speaks the OpenAI Chat Completions API and
+//! the Anthropic Messages API faithfully enough (status codes, headers, JSON bodies) that the
+//! judge clients, their tests and fleet load tests can run without API credits.
+//!
+//! Judge replies are deterministic — `{"score": N, "reasoning": "..."}` with N derived from
+//! (seed, prompt) inside the rubric range the prompt names ("an integer from MIN to MAX") —
+//! and everything that makes real providers hard is available on demand: latency and jitter,
+//! real per-provider requests/minute and tokens/minute limits, and injected faults (429,
+//! quota, 500, 529, hangs, malformed bodies, out-of-range scores, prose instead of JSON).
+//!
+//! Endpoints: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /stats`,
+//! `GET /stats/timeline?provider=openai`, `GET|POST /admin/config`, `POST /admin/reset`,
+//! `GET /healthz`.
+
+mod anthropic;
+mod args;
+mod clock;
+mod error;
+mod exchange;
+mod faults;
+mod judge;
+mod limiter;
+mod openai;
+mod server;
+mod state;
+mod stats;
+mod wire;
+
+pub use args::{ConfigPatch, FakeProviderArgs, RateLimitMode};
+pub use error::ConfigError;
+pub use judge::{rubric_range, Verdict};
+pub use server::{router, serve, spawn};
+pub use state::FakeProvider;

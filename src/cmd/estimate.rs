@@ -1,0 +1,82 @@
+//! `run --estimate`: reads and validates the dataset, builds every prompt a live run would send,
+//! and prints the projected calls, tokens and cost per judge model. Nothing is sent.
+
+use std::path::Path;
+
+use evalfleet_shared::config::Config;
+use evalfleet_shared::dataset::DatasetReader;
+use evalfleet_shared::evaluate::{Checked, Evaluator, Validator};
+use evalfleet_shared::suite::Suite;
+use evalfleet_worker::judge::estimate::{add_example, Estimate, TYPICAL_REPLY_TOKENS};
+
+use crate::exit::Exit;
+
+pub fn print_estimate(dataset: &Path, config: &Config, suite: &Suite) -> anyhow::Result<Exit> {
+    let evaluator = Evaluator::new(
+        suite.clone().into(),
+        config.model_prefixes.clone(),
+        dataset.parent().map(Path::to_path_buf),
+    );
+    let mut validator = Validator::new(evaluator);
+    let mut typer = Evaluator::new(
+        suite.clone().into(),
+        config.model_prefixes.clone(),
+        dataset.parent().map(Path::to_path_buf),
+    );
+    let mut estimate = Estimate::default();
+    let mut skipped = 0u64;
+    for raw in DatasetReader::open(dataset)? {
+        match validator.check(raw?) {
+            Checked::Valid { value, .. } => {
+                if let Ok(example) = typer.parse(&value) {
+                    add_example(&mut estimate, &config.judges, suite, &example);
+                }
+            }
+            Checked::Skipped { .. } => skipped += 1,
+        }
+    }
+    println!(
+        "estimate for {} ({}): {} examples to judge, {skipped} records skipped; nothing was sent",
+        dataset.display(),
+        suite.name,
+        estimate.examples
+    );
+    println!(
+        "{:<44} {:>9} {:>13} {:>13} {:>12} {:>12}",
+        "judge", "calls", "input tok", "output tok", "cost USD", "max USD"
+    );
+    let total = estimate.total();
+    for (judge, m) in estimate
+        .by_judge
+        .iter()
+        .chain(std::iter::once((&"total".to_owned(), &total)))
+    {
+        let unpriced = if m.priced {
+            ""
+        } else {
+            "  (no price configured)"
+        };
+        println!(
+            "{judge:<44} {:>9} {:>13} {:>13} {:>12.4} {:>12.4}{unpriced}",
+            m.calls, m.input_tokens, m.output_tokens_expected, m.cost_usd_expected, m.cost_usd_max
+        );
+    }
+    println!("output tokens assume {TYPICAL_REPLY_TOKENS} per reply (max USD: every reply at max_tokens); re-asks and cache hits are not counted");
+    if estimate.unroutable > 0 {
+        println!(
+            "{} examples have no judge route (see judges.judge_mapping)",
+            estimate.unroutable
+        );
+    }
+    if let Some(budget) = config.judges.budget_usd {
+        println!(
+            "budget: {budget:.4} USD — {}",
+            if total.cost_usd_expected <= budget {
+                "expected to fit"
+            } else {
+                "expected to run out"
+            }
+        );
+    }
+    Ok(Exit::Success)
+}

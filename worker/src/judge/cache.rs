@@ -1,0 +1,74 @@
+//! The judge cache: the same prompt to the same judge model is answered once. Re-running an
+//! evaluation after changing one metric costs nothing in judge calls. Behind a trait because the
+//! fleet shares one cache in Redis; the embedded run keeps it in memory.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+/// A verdict worth keeping: only valid, in-range scores are cached.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CachedVerdict {
+    pub score: i64,
+    pub reasoning: String,
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+pub trait JudgeCache: Send + Sync {
+    /// The verdict for `key` (provider, model and prompt hash), if cached. A cache that cannot
+    /// be read answers None: a cache is never a reason to fail an example.
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>>;
+    fn put<'a>(&'a self, key: &'a str, verdict: &'a CachedVerdict) -> BoxFuture<'a, ()>;
+}
+
+#[derive(Default)]
+pub struct InMemoryCache {
+    entries: Mutex<HashMap<String, CachedVerdict>>,
+}
+
+impl JudgeCache for InMemoryCache {
+    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>> {
+        let hit = self.entries.lock().ok().and_then(|e| e.get(key).cloned());
+        Box::pin(std::future::ready(hit))
+    }
+
+    fn put<'a>(&'a self, key: &'a str, verdict: &'a CachedVerdict) -> BoxFuture<'a, ()> {
+        if let Ok(mut e) = self.entries.lock() {
+            e.insert(key.to_owned(), verdict.clone());
+        }
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// A cache that keeps nothing (`judges.cache: false`).
+pub struct NoCache;
+
+impl JudgeCache for NoCache {
+    fn get<'a>(&'a self, _key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>> {
+        Box::pin(std::future::ready(None))
+    }
+
+    fn put<'a>(&'a self, _key: &'a str, _verdict: &'a CachedVerdict) -> BoxFuture<'a, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn in_memory_round_trip() {
+        let c = InMemoryCache::default();
+        assert_eq!(c.get("k").await, None);
+        let v = CachedVerdict {
+            score: 4,
+            reasoning: "ok".into(),
+        };
+        c.put("k", &v).await;
+        assert_eq!(c.get("k").await, Some(v));
+        assert_eq!(NoCache.get("k").await, None);
+    }
+}

@@ -1,0 +1,96 @@
+//! `--estimate`: what a live run would call, read and cost, computed from the prompts it would
+//! send — before anything is sent.
+
+use std::collections::BTreeMap;
+
+use evalfleet_shared::config::JudgeConfig;
+use evalfleet_shared::evaluate::{judge_tasks, Example};
+use evalfleet_shared::suite::Suite;
+use serde::Serialize;
+
+use super::accounting::Accounting;
+use super::prompt;
+
+/// Output tokens of a typical `{"score": n, "reasoning": "..."}` reply, for the expected cost;
+/// the upper bound uses the configured `max_tokens`.
+pub const TYPICAL_REPLY_TOKENS: u64 = 80;
+
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct ModelEstimate {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens_expected: u64,
+    pub output_tokens_max: u64,
+    pub cost_usd_expected: f64,
+    pub cost_usd_max: f64,
+    pub priced: bool,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    pub examples: u64,
+    /// Examples the routing cannot judge (no judge for their provider).
+    pub unroutable: u64,
+    /// `provider/model` → projection.
+    pub by_judge: BTreeMap<String, ModelEstimate>,
+}
+
+impl Estimate {
+    pub fn total(&self) -> ModelEstimate {
+        self.by_judge.values().fold(
+            ModelEstimate {
+                priced: true,
+                ..Default::default()
+            },
+            |mut t, m| {
+                t.calls += m.calls;
+                t.input_tokens += m.input_tokens;
+                t.output_tokens_expected += m.output_tokens_expected;
+                t.output_tokens_max += m.output_tokens_max;
+                t.cost_usd_expected += m.cost_usd_expected;
+                t.cost_usd_max += m.cost_usd_max;
+                t.priced &= m.priced;
+                t
+            },
+        )
+    }
+}
+
+/// Adds one example's judge calls to the estimate. Tokens are estimated as characters / 4.
+pub fn add_example(
+    estimate: &mut Estimate,
+    config: &JudgeConfig,
+    suite: &Suite,
+    example: &Example,
+) {
+    estimate.examples += 1;
+    let Ok(judges) = config.judges_for(example.response_provider()) else {
+        estimate.unroutable += 1;
+        return;
+    };
+    let accounting = Accounting::new(config.prices.clone(), None);
+    for task in judge_tasks(suite, example) {
+        let p = prompt::build(task.dimension, &task.fields);
+        let input = (p.system.chars().count() + p.user.chars().count()).div_ceil(4) as u64;
+        for name in &judges {
+            let model = config.judge_models.get(*name).map_or("", String::as_str);
+            let max_out = config
+                .providers
+                .get(*name)
+                .map_or(0, |p| u64::from(p.max_tokens));
+            let m = estimate
+                .by_judge
+                .entry(format!("{name}/{model}"))
+                .or_insert_with(|| ModelEstimate {
+                    priced: accounting.has_price(model),
+                    ..Default::default()
+                });
+            m.calls += 1;
+            m.input_tokens += input;
+            m.output_tokens_expected += TYPICAL_REPLY_TOKENS;
+            m.output_tokens_max += max_out;
+            m.cost_usd_expected += accounting.cost(model, input, TYPICAL_REPLY_TOKENS);
+            m.cost_usd_max += accounting.cost(model, input, max_out);
+        }
+    }
+}

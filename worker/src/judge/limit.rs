@@ -1,0 +1,240 @@
+//! Per-provider admission: requests/minute and tokens/minute (governor's GCRA), plus an
+//! adaptive cap on requests in flight.
+//!
+//! The cap moves AIMD-style, like TCP's congestion window: every success adds `1/limit`
+//! (about +1 per round of requests), a 429 halves it (at most once a second, so one burst of
+//! 429s from requests already in flight counts once), and a `Retry-After` or an exhausted
+//! `remaining` header pauses every caller of the provider until it elapses. One 429 thus slows
+//! the whole process instead of each task hammering on.
+
+use std::num::NonZeroU32;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::sync::Notify;
+
+/// Requests/minute and tokens/minute, spread evenly: the burst is one second's worth, and the
+/// steady rate leaves room for it, so that no 60-second window ever holds more than the quota.
+pub struct Quotas {
+    requests: Option<DefaultDirectRateLimiter>,
+    tokens: Option<(DefaultDirectRateLimiter, u32)>,
+}
+
+impl Quotas {
+    pub fn new(rpm: u32, tpm: u32) -> Self {
+        Quotas {
+            requests: per_minute(rpm).map(RateLimiter::direct),
+            tokens: per_minute(tpm).map(|q| (RateLimiter::direct(q), burst(tpm))),
+        }
+    }
+
+    /// Waits until one more request of about `tokens` tokens fits both quotas.
+    pub async fn admit(&self, tokens: u32) {
+        if let Some(r) = &self.requests {
+            r.until_ready().await;
+        }
+        if let Some((t, burst)) = &self.tokens {
+            // A request larger than the burst is charged the whole burst (it could never fit).
+            let n = NonZeroU32::new(tokens.clamp(1, *burst)).unwrap_or(NonZeroU32::MIN);
+            let _ = t.until_n_ready(n).await;
+        }
+    }
+}
+
+fn burst(per_minute: u32) -> u32 {
+    (per_minute / 60).max(1)
+}
+
+/// A quota whose worst 60-second window, burst included, stays within `per_minute`.
+fn per_minute(per_minute: u32) -> Option<Quota> {
+    let limit = NonZeroU32::new(per_minute)?;
+    let burst = NonZeroU32::new(burst(per_minute))?;
+    let steady = limit.get().saturating_sub(burst.get()).max(1);
+    let period = Duration::from_secs(60).checked_div(steady)?;
+    Quota::with_period(period)
+        .map(|q| q.allow_burst(burst))
+        .or(Some(Quota::per_minute(limit)))
+}
+
+/// The adaptive in-flight cap of one provider.
+pub struct Adaptive {
+    max: f64,
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+struct State {
+    limit: f64,
+    in_flight: u32,
+    last_decrease: Option<Instant>,
+    paused_until: Option<Instant>,
+}
+
+/// What the provider said about the last call.
+pub enum Signal {
+    Success,
+    /// 429 or overload: shrink, and pause everyone for `retry_after` when given.
+    Throttled {
+        retry_after: Option<Duration>,
+    },
+    /// A response whose headers say the quota is used up until `reset`.
+    Exhausted {
+        reset: Duration,
+    },
+}
+
+impl Adaptive {
+    pub fn new(max_in_flight: u32) -> Self {
+        let max = f64::from(max_in_flight.max(1));
+        Adaptive {
+            max,
+            state: Mutex::new(State {
+                limit: max,
+                in_flight: 0,
+                last_decrease: None,
+                paused_until: None,
+            }),
+            changed: Notify::new(),
+        }
+    }
+
+    /// Waits for a slot (and for any pause to end); the slot is freed when the permit drops.
+    pub async fn acquire(&self) -> Permit<'_> {
+        loop {
+            let notified = self.changed.notified();
+            let wait = {
+                let mut s = self.lock();
+                match s.paused_until {
+                    Some(until) if until > Instant::now() => Some(until),
+                    _ => {
+                        if f64::from(s.in_flight) < s.limit.floor().max(1.0) {
+                            s.in_flight += 1;
+                            return Permit { owner: self };
+                        }
+                        None
+                    }
+                }
+            };
+            match wait {
+                Some(until) => tokio::time::sleep_until(until.into()).await,
+                None => notified.await,
+            }
+        }
+    }
+
+    pub fn signal(&self, signal: Signal) {
+        let now = Instant::now();
+        let mut s = self.lock();
+        match signal {
+            Signal::Success => s.limit = (s.limit + 1.0 / s.limit).min(self.max),
+            Signal::Throttled { retry_after } => {
+                if s.last_decrease
+                    .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1))
+                {
+                    s.limit = (s.limit / 2.0).max(1.0);
+                    s.last_decrease = Some(now);
+                }
+                if let Some(after) = retry_after {
+                    s.paused_until = s.paused_until.max(Some(now + after));
+                }
+            }
+            Signal::Exhausted { reset } => s.paused_until = s.paused_until.max(Some(now + reset)),
+        }
+        drop(s);
+        self.changed.notify_waiters();
+    }
+
+    /// The current cap (for metrics and tests).
+    pub fn limit(&self) -> f64 {
+        self.lock().limit
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // The state stays consistent under any panic (plain numbers), so a poisoned lock is fine.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub struct Permit<'a> {
+    owner: &'a Adaptive,
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        self.owner.lock().in_flight -= 1;
+        self.owner.changed.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn throttling_halves_once_per_second_and_success_recovers_additively() {
+        let a = Adaptive::new(16);
+        a.signal(Signal::Throttled { retry_after: None });
+        assert_eq!(a.limit(), 8.0);
+        a.signal(Signal::Throttled { retry_after: None });
+        assert_eq!(a.limit(), 8.0, "a burst of 429s counts once");
+        a.signal(Signal::Success);
+        assert!((a.limit() - 8.125).abs() < 1e-9);
+        for _ in 0..1000 {
+            a.signal(Signal::Success);
+        }
+        assert_eq!(a.limit(), 16.0, "never above max_in_flight");
+    }
+
+    #[tokio::test]
+    async fn in_flight_never_exceeds_the_cap() {
+        let a = std::sync::Arc::new(Adaptive::new(3));
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let now = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..20 {
+            let (a, peak, now) = (a.clone(), peak.clone(), now.clone());
+            tasks.push(tokio::spawn(async move {
+                let _p = a.acquire().await;
+                let n = now.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                peak.fetch_max(n, std::sync::atomic::Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                now.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(peak.load(std::sync::atomic::Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn retry_after_pauses_every_caller() {
+        let a = Adaptive::new(4);
+        a.signal(Signal::Throttled {
+            retry_after: Some(Duration::from_millis(300)),
+        });
+        let started = Instant::now();
+        drop(a.acquire().await);
+        assert!(
+            started.elapsed() >= Duration::from_millis(290),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
+    #[tokio::test]
+    async fn quota_spreads_requests_evenly() {
+        // 120/min: burst 2, then one every 60/118 s; 6 requests take at least ~2 s.
+        let q = Quotas::new(120, 0);
+        let started = Instant::now();
+        for _ in 0..6 {
+            q.admit(10).await;
+        }
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(1900) && took < Duration::from_millis(2600),
+            "{took:?}"
+        );
+    }
+}

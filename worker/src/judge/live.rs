@@ -1,0 +1,401 @@
+//! Live judges: real provider calls, with everything that makes them safe at fleet scale.
+//!
+//! One judge question goes: cache → budget → adaptive in-flight slot → requests/tokens quota →
+//! HTTP call, retried (backon: exponential schedule, full jitter, never sooner than the
+//! provider's `Retry-After`) on 408/409/429/5xx/529 and transport errors. A reply that does not
+//! parse gets one re-ask with a reminder, then the dimension is `unscored`: a judge failure is
+//! never a model failure. A 401/403 stops the whole run at once, so a bad key cannot burn the
+//! dataset one failed example at a time.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use evalfleet_shared::config::{JudgeConfig, ProviderConfig};
+use evalfleet_shared::evaluate::{Example, JudgeTask};
+use evalfleet_shared::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
+use evalfleet_shared::suite::Dimension;
+
+use super::accounting::Accounting;
+use super::cache::{CachedVerdict, JudgeCache};
+use super::limit::{Adaptive, Quotas, Signal};
+use super::prompt::{self, Prompt};
+use super::provider::{CallError, ChatRequest, Completion, ProviderClient};
+use super::reply::parse_verdict;
+use super::{JudgeFailure, JudgeOutcome};
+
+/// One judge provider as the run uses it: its client, its model and its admission control.
+pub struct ProviderRuntime {
+    pub name: String,
+    pub model: String,
+    client: ProviderClient,
+    quotas: Quotas,
+    pub adaptive: Adaptive,
+    max_tokens: u32,
+}
+
+pub struct LiveJudge {
+    config: JudgeConfig,
+    providers: BTreeMap<String, ProviderRuntime>,
+    cache: Arc<dyn JudgeCache>,
+    pub accounting: Accounting,
+    /// Set on the first 401/403: every later call fails at once with this reason.
+    stop: OnceLock<String>,
+}
+
+/// A judge's answer to one question.
+enum Asked {
+    Scored {
+        score: i64,
+        reasoning: String,
+        cached: bool,
+    },
+    Unscored(String),
+}
+
+/// What the calls of one example cost, accumulated across its questions.
+#[derive(Default)]
+struct Tally {
+    attempts: AtomicU32,
+    usage: Mutex<Usage>,
+    last_status: Mutex<Option<u16>>,
+}
+
+impl LiveJudge {
+    /// Builds the clients of every provider the routing can reach, reading each API key from
+    /// its environment variable.
+    pub fn new(config: &JudgeConfig, cache: Arc<dyn JudgeCache>) -> Result<Self, String> {
+        config.validate()?;
+        let mut used: Vec<&String> = config
+            .judge_mapping
+            .values()
+            .chain(&config.default_judges)
+            .chain(&config.panel)
+            .collect();
+        used.sort();
+        used.dedup();
+        let mut providers = BTreeMap::new();
+        for name in used {
+            let pc: &ProviderConfig = &config.providers[name];
+            let key = std::env::var(&pc.api_key_env).map_err(|_| {
+                format!("the API key of judge provider '{name}' is not set: export {} (judges.providers.{name}.api_key_env)", pc.api_key_env)
+            })?;
+            let client = ProviderClient::new(pc, key)
+                .map_err(|e| format!("judge provider '{name}': {e}"))?;
+            let runtime = ProviderRuntime {
+                name: name.clone(),
+                model: config.judge_models[name].clone(),
+                client,
+                quotas: Quotas::new(pc.rpm, pc.tpm),
+                adaptive: Adaptive::new(pc.max_in_flight),
+                max_tokens: pc.max_tokens,
+            };
+            providers.insert(name.clone(), runtime);
+        }
+        Ok(LiveJudge {
+            config: config.clone(),
+            providers,
+            cache,
+            accounting: Accounting::new(config.prices.clone(), config.budget_usd),
+            stop: OnceLock::new(),
+        })
+    }
+
+    /// Why the run must stop (a rejected API key), once that happened.
+    pub fn stopped(&self) -> Option<&str> {
+        self.stop.get().map(String::as_str)
+    }
+
+    pub fn provider(&self, name: &str) -> Option<&ProviderRuntime> {
+        self.providers.get(name)
+    }
+
+    /// Scores every task of one example with its judges (one, or the configured panel).
+    pub async fn judge(
+        &self,
+        example: &Example,
+        tasks: &[JudgeTask<'_>],
+    ) -> Result<JudgeOutcome, JudgeFailure> {
+        let tally = Tally::default();
+        let result = self.judge_all(example, tasks, &tally).await;
+        let usage = tally.usage.into_inner().unwrap_or_default();
+        let attempts = tally.attempts.into_inner();
+        match result {
+            Ok(scores) => Ok(JudgeOutcome {
+                scores,
+                usage,
+                attempts,
+            }),
+            Err(mut failure) => {
+                failure.attempts = attempts;
+                failure.usage = usage;
+                failure.last_status = tally
+                    .last_status
+                    .into_inner()
+                    .unwrap_or(None)
+                    .or(failure.last_status);
+                Err(failure)
+            }
+        }
+    }
+
+    async fn judge_all(
+        &self,
+        example: &Example,
+        tasks: &[JudgeTask<'_>],
+        tally: &Tally,
+    ) -> Result<Scores, JudgeFailure> {
+        let judges = self
+            .config
+            .judges_for(example.response_provider())
+            .map_err(|reason| JudgeFailure::new(reason, false))?;
+        let mut scores = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let mut verdicts = Vec::with_capacity(judges.len());
+            for name in &judges {
+                let rt = self.providers.get(*name).ok_or_else(|| {
+                    JudgeFailure::new(format!("judge provider '{name}' is not configured"), false)
+                })?;
+                let asked = self.ask(rt, task.dimension, &task.fields, tally).await?;
+                verdicts.push((
+                    JudgeId {
+                        provider: rt.name.clone(),
+                        model: rt.model.clone(),
+                    },
+                    asked,
+                ));
+            }
+            scores.push((
+                task.dimension.name.clone(),
+                combine(task.dimension, verdicts),
+            ));
+        }
+        Ok(Scores(scores))
+    }
+
+    async fn ask(
+        &self,
+        rt: &ProviderRuntime,
+        dim: &Dimension,
+        fields: &[(&'static str, &str)],
+        tally: &Tally,
+    ) -> Result<Asked, JudgeFailure> {
+        let prompt = prompt::build(dim, fields);
+        let key = format!("{}:{}", rt.name, prompt::prompt_hash(&rt.model, &prompt));
+        if let Some(hit) = self.cache.get(&key).await {
+            return Ok(Asked::Scored {
+                score: hit.score,
+                reasoning: hit.reasoning,
+                cached: true,
+            });
+        }
+        let first = self.call(rt, &prompt, tally).await?;
+        let verdict = match parse_verdict(&first, dim.min, dim.max) {
+            Ok(v) => v,
+            Err(problem) => {
+                let again = prompt::reask(&prompt, &first, &problem);
+                let second = self.call(rt, &again, tally).await?;
+                match parse_verdict(&second, dim.min, dim.max) {
+                    Ok(v) => v,
+                    Err(problem) => {
+                        return Ok(Asked::Unscored(format!(
+                            "invalid judge reply after a re-ask: {problem}"
+                        )))
+                    }
+                }
+            }
+        };
+        let cached = CachedVerdict {
+            score: verdict.score,
+            reasoning: verdict.reasoning,
+        };
+        self.cache.put(&key, &cached).await;
+        Ok(Asked::Scored {
+            score: cached.score,
+            reasoning: cached.reasoning,
+            cached: false,
+        })
+    }
+
+    /// One judge call with admission control and retries; returns the reply text.
+    async fn call(
+        &self,
+        rt: &ProviderRuntime,
+        prompt: &Prompt,
+        tally: &Tally,
+    ) -> Result<String, JudgeFailure> {
+        if let Some(reason) = self.stopped() {
+            return Err(JudgeFailure::new(reason.to_owned(), true));
+        }
+        if !self.accounting.within_budget() {
+            return Err(JudgeFailure::new("budget exhausted".into(), false));
+        }
+        let request = ChatRequest {
+            model: &rt.model,
+            prompt,
+            max_tokens: rt.max_tokens,
+        };
+        let estimate = ((prompt.system.len() + prompt.user.len()) / 4) as u32 + rt.max_tokens;
+        let retry = &self.config.retry;
+        let schedule = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(retry.base_delay_ms))
+            .with_max_delay(Duration::from_millis(retry.max_delay_ms))
+            .with_max_times(retry.max_attempts.saturating_sub(1) as usize);
+        let attempt = || async {
+            let _slot = rt.adaptive.acquire().await;
+            rt.quotas.admit(estimate).await;
+            tally.attempts.fetch_add(1, Ordering::Relaxed);
+            let result = rt.client.complete(&request).await;
+            self.observe(rt, &result, tally);
+            result
+        };
+        let result = attempt
+            .retry(schedule)
+            .when(CallError::retryable)
+            // Full jitter (a uniform wait up to the backoff step), but never sooner than the
+            // provider asked.
+            .adjust(|e: &CallError, step: Option<Duration>| step.map(|d| d.mul_f64(rand::random::<f64>()).max(e.retry_after().unwrap_or_default())))
+            .notify(|e: &CallError, wait: Duration| tracing::debug!(provider = %rt.name, error = %e.reason(), ?wait, "judge call failed; retrying"))
+            .await;
+        match result {
+            Ok(completion) => {
+                let cost = self.accounting.cost(
+                    &rt.model,
+                    completion.usage.input,
+                    completion.usage.output,
+                );
+                self.accounting.charge(cost);
+                if let Ok(mut u) = tally.usage.lock() {
+                    u.add(&Usage {
+                        input_tokens: completion.usage.input,
+                        output_tokens: completion.usage.output,
+                        cost_usd: cost,
+                    });
+                }
+                Ok(completion.text)
+            }
+            Err(e) => {
+                let reason = format!("judge {}/{}: {}", rt.name, rt.model, e.reason());
+                if e.is_auth() {
+                    let _ = self.stop.set(format!(
+                        "{reason} — the API key in {} was rejected; stopping the run",
+                        self.config.providers[&rt.name].api_key_env
+                    ));
+                    return Err(JudgeFailure::new(
+                        self.stopped().unwrap_or(&reason).to_owned(),
+                        true,
+                    ));
+                }
+                Err(JudgeFailure {
+                    last_status: e.status(),
+                    ..JudgeFailure::new(reason, false)
+                })
+            }
+        }
+    }
+
+    /// Feeds the outcome of a call to the provider's adaptive limit.
+    fn observe(&self, rt: &ProviderRuntime, result: &Result<Completion, CallError>, tally: &Tally) {
+        let status = match result {
+            Ok(c) => Some(c.status),
+            Err(e) => e.status(),
+        };
+        if let Ok(mut s) = tally.last_status.lock() {
+            *s = status.or(*s);
+        }
+        match result {
+            Ok(c) => {
+                rt.adaptive.signal(Signal::Success);
+                let exhausted = |remaining: Option<u64>, reset: Option<Duration>| {
+                    remaining == Some(0) && reset.is_some()
+                };
+                if exhausted(c.limits.remaining_requests, c.limits.reset_requests) {
+                    rt.adaptive.signal(Signal::Exhausted {
+                        reset: c.limits.reset_requests.unwrap_or_default(),
+                    });
+                }
+                if exhausted(c.limits.remaining_tokens, c.limits.reset_tokens) {
+                    rt.adaptive.signal(Signal::Exhausted {
+                        reset: c.limits.reset_tokens.unwrap_or_default(),
+                    });
+                }
+            }
+            Err(e @ (CallError::RateLimited { .. } | CallError::Overloaded { .. })) => {
+                rt.adaptive.signal(Signal::Throttled {
+                    retry_after: e.retry_after(),
+                });
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// The dimension's score from its judges' verdicts: the single verdict, or with a panel the
+/// mean of the scored ones (each judge's raw verdict kept for the agreement statistics).
+fn combine(dim: &Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
+    let reported = |raw: i64| {
+        if dim.unit {
+            (raw - dim.min) as f64 / (dim.max - dim.min) as f64
+        } else {
+            raw as f64
+        }
+    };
+    if verdicts.len() == 1 {
+        let (judge, asked) = verdicts.into_iter().next().expect("one verdict");
+        return match asked {
+            Asked::Scored {
+                score,
+                reasoning,
+                cached,
+            } => Score {
+                cached,
+                ..Score::scored(reported(score), reasoning, judge)
+            },
+            Asked::Unscored(reason) => Score::unscored(judge, reason),
+        };
+    }
+    let panel: Vec<PanelVerdict> = verdicts
+        .iter()
+        .map(|(judge, asked)| match asked {
+            Asked::Scored {
+                score, reasoning, ..
+            } => PanelVerdict {
+                judge: judge.clone(),
+                score: Some(*score),
+                reasoning: reasoning.clone(),
+            },
+            Asked::Unscored(reason) => PanelVerdict {
+                judge: judge.clone(),
+                score: None,
+                reasoning: reason.clone(),
+            },
+        })
+        .collect();
+    let scored: Vec<f64> = panel.iter().filter_map(|p| p.score).map(reported).collect();
+    let ensemble = JudgeId {
+        provider: "ensemble".into(),
+        model: verdicts
+            .iter()
+            .map(|(j, _)| format!("{}/{}", j.provider, j.model))
+            .collect::<Vec<_>>()
+            .join("+"),
+    };
+    let all_cached = verdicts
+        .iter()
+        .all(|(_, a)| matches!(a, Asked::Scored { cached: true, .. }));
+    let mut score = if scored.is_empty() {
+        Score::unscored(ensemble, "every judge of the panel stayed unscored".into())
+    } else {
+        let reasoning = format!("mean of {} of {} judges", scored.len(), panel.len());
+        Score::scored(
+            scored.iter().sum::<f64>() / scored.len() as f64,
+            reasoning,
+            ensemble,
+        )
+    };
+    score.cached = all_cached;
+    score.panel = panel;
+    score
+}

@@ -1,0 +1,115 @@
+//! Judge backends: `none` asks nobody, `heuristic` scores offline and deterministically, `live`
+//! asks real providers (OpenAI, Anthropic, any OpenAI-compatible server) through [`LiveJudge`].
+
+pub mod accounting;
+pub mod cache;
+pub mod estimate;
+pub mod limit;
+pub mod live;
+pub mod prompt;
+pub mod provider;
+pub mod reply;
+
+use std::sync::Arc;
+
+use evalfleet_shared::evaluate::{heuristic_verdict, Example, JudgeTask};
+use evalfleet_shared::record::{Scores, Usage};
+
+pub use live::LiveJudge;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum JudgeMode {
+    /// No judge: judge dimensions are null and never gate.
+    None,
+    /// Offline text-overlap scores, labelled `heuristic` everywhere.
+    #[default]
+    Heuristic,
+    /// Real providers, as configured under `judges:` in the config file.
+    Live,
+}
+
+impl JudgeMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            JudgeMode::None => "none",
+            JudgeMode::Heuristic => "heuristic",
+            JudgeMode::Live => "live",
+        }
+    }
+}
+
+/// What judging one example produced and cost. `attempts` counts judge calls made.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeOutcome {
+    pub scores: Scores,
+    pub usage: Usage,
+    pub attempts: u32,
+}
+
+/// Judging an example failed: the example is `failed` with this reason (judge errors after
+/// retries, the budget). `fatal` failures stop the whole run (a rejected API key).
+#[derive(Debug, Clone)]
+pub struct JudgeFailure {
+    pub reason: String,
+    pub fatal: bool,
+    pub attempts: u32,
+    pub last_status: Option<u16>,
+    pub usage: Usage,
+}
+
+impl JudgeFailure {
+    pub fn new(reason: String, fatal: bool) -> Self {
+        JudgeFailure {
+            reason,
+            fatal,
+            attempts: 0,
+            last_status: None,
+            usage: Usage::default(),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub enum Judge {
+    None,
+    Heuristic,
+    Live(Arc<LiveJudge>),
+}
+
+impl Judge {
+    /// The reason the run must stop, once a live judge's key was rejected.
+    pub fn stopped(&self) -> Option<&str> {
+        match self {
+            Judge::Live(live) => live.stopped(),
+            _ => None,
+        }
+    }
+
+    /// Scores every task of one example.
+    pub async fn judge(
+        &self,
+        example: &Example,
+        tasks: &[JudgeTask<'_>],
+    ) -> Result<JudgeOutcome, JudgeFailure> {
+        match self {
+            Judge::None => Ok(JudgeOutcome::default()),
+            Judge::Heuristic => {
+                let scores = tasks
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.dimension.name.clone(),
+                            heuristic_verdict(t.dimension, example),
+                        )
+                    })
+                    .collect();
+                Ok(JudgeOutcome {
+                    scores: Scores(scores),
+                    usage: Usage::default(),
+                    attempts: 0,
+                })
+            }
+            Judge::Live(live) => live.judge(example, tasks).await,
+        }
+    }
+}
