@@ -44,6 +44,9 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Write a deterministic synthetic dataset (for demos and benchmarks).
     Generate(cmd::generate::GenerateArgs),
+    /// Serve the OpenAI and Anthropic APIs locally with deterministic judge replies, rate
+    /// limits and injected faults (tests, demos, load tests without API credits).
+    FakeProvider(evalfleet_fake_provider::FakeProviderArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args, cli.config.as_deref()),
         Command::Validate(args) => cmd::validate::validate(args, cli.config.as_deref()),
         Command::Generate(args) => cmd::generate::generate(args),
+        Command::FakeProvider(args) => cmd::fake_provider(args),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -138,7 +138,9 @@ impl FakeProvider {
             }
         }
 
-        let mut delay = cfg.latency_ms + draws.jitter % cfg.jitter_ms.saturating_add(1);
+        let mut delay = cfg
+            .latency_ms
+            .saturating_add(draws.jitter % cfg.jitter_ms.saturating_add(1));
         if fault == Fault::Hang {
             delay = delay.saturating_add(cfg.hang_ms);
         }

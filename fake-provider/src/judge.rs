@@ -14,7 +14,7 @@ static RANGE_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The rubric range named by the first "an integer from MIN to MAX" in the prompt (bounds
-/// swapped if given backwards), or [`DEFAULT_RANGE`].
+/// swapped if given backwards), or 1 to 5 when the prompt names none.
 pub fn rubric_range(prompt: &str) -> (i64, i64) {
     let Some(caps) = RANGE_PHRASE.captures(prompt) else {
         return DEFAULT_RANGE;
@@ -134,7 +134,7 @@ mod tests {
             assert_eq!(v, Verdict::for_prompt(7, &prompt));
         }
         // Pinned so a change of the hash (which would change every user's fake scores) is seen.
-        assert_eq!(stable_hash(7, "abc"), stable_hash(7, "abc"));
+        assert_eq!(stable_hash(7, "abc"), 0xa843_cb4b_ee82_385c);
         assert_ne!(stable_hash(7, "abc"), stable_hash(8, "abc"));
     }
 

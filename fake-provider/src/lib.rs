@@ -8,6 +8,10 @@
 //! real per-provider requests/minute and tokens/minute limits, and injected faults (429,
 //! quota, 500, 529, hangs, malformed bodies, out-of-range scores, prose instead of JSON).
 //!
+//! The prompt a verdict is derived from is every message's text joined with `\n` (Anthropic:
+//! the `system` text first; an array of content parts contributes its `text` parts joined with
+//! `\n`), so a test can predict a score with [`Verdict::for_prompt`].
+//!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /stats`,
 //! `GET /stats/timeline?provider=openai`, `GET|POST /admin/config`, `POST /admin/reset`,
 //! `GET /healthz`.

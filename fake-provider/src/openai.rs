@@ -176,8 +176,9 @@ fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
     let given = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, key)| key.trim());
     let message = match given {
         Some(key) if key == required => return None,
         None | Some("") => "You didn't provide an API key. You need to provide your API key in \

@@ -13,6 +13,21 @@ use evalfleet_shared::suite::Suite;
 
 use crate::exit::BadInput;
 
+/// `evalfleet fake-provider`: serves until SIGINT/SIGTERM.
+pub fn fake_provider(
+    args: evalfleet_fake_provider::FakeProviderArgs,
+) -> anyhow::Result<crate::exit::Exit> {
+    args.validate().map_err(|e| BadInput(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime
+        .block_on(evalfleet_fake_provider::serve(args))
+        .context("serving the fake provider")?;
+    Ok(crate::exit::Exit::Success)
+}
+
 /// Loads the configuration and resolves `--suite` against it.
 pub fn config_and_suite(config: Option<&Path>, suite: &str) -> anyhow::Result<(Config, Suite)> {
     let config = Config::load(config)?;

@@ -3,6 +3,8 @@
 //! that their numbers agree with each other.
 #![allow(dead_code)]
 
+pub mod fake;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

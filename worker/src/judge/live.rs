@@ -277,7 +277,7 @@ impl LiveJudge {
                 Ok(completion.text)
             }
             Err(e) => {
-                let reason = format!("judge {}/{}: {}", rt.name, rt.model, e.reason());
+                let reason = format!("{} (judge {}/{})", e.reason(), rt.name, rt.model);
                 if e.is_auth() {
                     let _ = self.stop.set(format!(
                         "{reason} — the API key in {} was rejected; stopping the run",
