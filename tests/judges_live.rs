@@ -14,8 +14,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::fake::{
-    example, examples, other, provider_of, provider_status, random_key, status_count, total,
-    write_dataset, FakeServer, LiveConfig, KEY_ENV,
+    example, examples, other, provider_of, provider_status, random_key, run_live, status_count,
+    total, write_dataset, FakeServer, LiveConfig, KEY_ENV,
 };
 use common::{check_consistent, items, root, tempdir, u};
 use evalfleet_fake_provider::{FakeProviderArgs, RateLimitMode};
@@ -53,7 +53,7 @@ fn cross_provider_routing_sends_each_answer_to_the_other_provider() {
     let dir = tempdir();
     let config = fake.config(dir.path(), &LiveConfig::default());
     let out = dir.path().join("out");
-    let run = common::fake::run_live(
+    let run = run_live(
         Path::new(BUNDLED),
         &config,
         &out,
@@ -118,7 +118,7 @@ fn cache_answers_a_repeated_prompt_without_calling() {
     };
     let config = fake.config(dir.path(), &cfg);
     let out = dir.path().join("out");
-    let run = common::fake::run_live(&dataset, &config, &out, &fake.key, &["-j", "1"], &[]);
+    let run = run_live(&dataset, &config, &out, &fake.key, &["-j", "1"], &[]);
     let reports = check_consistent(&out, &run);
 
     let stats = fake.stats();
@@ -158,7 +158,7 @@ fn budget_stops_judge_calls_once_spent() {
     };
     let config = fake.config(dir.path(), &cfg);
     let out = dir.path().join("out");
-    let run = common::fake::run_live(
+    let run = run_live(
         Path::new(SEED),
         &config,
         &out,
@@ -196,7 +196,7 @@ fn estimate_prints_the_projection_and_sends_nothing() {
     let dir = tempdir();
     let config = fake.config(dir.path(), &LiveConfig::default());
     let out = dir.path().join("out");
-    let run = common::fake::run_live(
+    let run = run_live(
         Path::new(BUNDLED),
         &config,
         &out,
@@ -238,7 +238,7 @@ fn rejected_key_stops_the_run_quickly() {
     let out = dir.path().join("out");
     let wrong = random_key();
     let started = Instant::now();
-    let run = common::fake::run_live(Path::new(BUNDLED), &config, &out, &wrong, &["-j", "4"], &[]);
+    let run = run_live(Path::new(BUNDLED), &config, &out, &wrong, &["-j", "4"], &[]);
     let took = started.elapsed();
     run.assert_code(2);
     assert!(took < Duration::from_secs(10), "took {took:?}");
@@ -267,7 +267,7 @@ fn api_key_never_leaks_into_output_logs_or_reports() {
 
     // A good run: debug logs on, every report file written.
     let out = dir.path().join("ok");
-    let run = common::fake::run_live(Path::new(SEED), &config, &out, &fake.key, &[], &debug);
+    let run = run_live(Path::new(SEED), &config, &out, &fake.key, &[], &debug);
     check_consistent(&out, &run);
     assert!(run.stderr.contains("DEBUG"), "debug logging is on");
     let mut texts = vec![
@@ -293,7 +293,7 @@ fn api_key_never_leaks_into_output_logs_or_reports() {
     let dataset = write_dataset(&claude_only, &examples(4, &["claude-3-5-haiku-20241022"]));
     let wrong = random_key();
     let out = dir.path().join("bad");
-    let run = common::fake::run_live(&dataset, &config, &out, &wrong, &[], &debug);
+    let run = run_live(&dataset, &config, &out, &wrong, &[], &debug);
     run.assert_code(2);
     assert!(run.stderr.contains("HTTP 401"), "stderr: {}", run.stderr);
     assert!(
@@ -344,7 +344,7 @@ fn panel_of_both_providers_reports_agreement() {
     };
     let config = fake.config(dir.path(), &cfg);
     let out = dir.path().join("out");
-    let run = common::fake::run_live(
+    let run = run_live(
         Path::new(BUNDLED),
         &config,
         &out,
@@ -436,7 +436,7 @@ fn client_rate_limit_is_never_exceeded() {
     // 20 answers from claude: 40 calls, all to the OpenAI judge.
     let dataset = write_dataset(dir.path(), &examples(20, &["claude-sonnet-4-20250514"]));
     let out = dir.path().join("out");
-    let run = common::fake::run_live(&dataset, &config, &out, &fake.key, &["-j", "8"], &[]);
+    let run = run_live(&dataset, &config, &out, &fake.key, &["-j", "8"], &[]);
     let reports = check_consistent(&out, &run);
     assert_eq!(reports.json["totals"]["ok"], json!(20));
 
@@ -493,7 +493,7 @@ fn retry_after_is_honoured(model: &str, judge: &str, wait_ms: u64) {
         }
         common::fake::admin(addr, json!({"fault_429": 0.0}));
     });
-    let run = common::fake::run_live(&dataset, &config, &out, &fake.key, &["-j", "1"], &[]);
+    let run = run_live(&dataset, &config, &out, &fake.key, &["-j", "1"], &[]);
     healer.join().expect("the healer thread");
     let reports = check_consistent(&out, &run);
     assert_eq!(reports.json["totals"]["ok"], json!(1));

@@ -41,6 +41,10 @@ pub struct ProviderConfig {
     /// TCP + TLS connect timeout, seconds.
     #[serde(default = "default_connect_timeout")]
     pub connect_timeout_s: f64,
+    /// The longest silence while reading a response, seconds (a non-streamed reply arrives
+    /// only when generated, so this cannot be much shorter than `timeout_s`).
+    #[serde(default = "default_timeout")]
+    pub read_timeout_s: f64,
     /// Anthropic only: the `anthropic-version` header.
     #[serde(default = "default_anthropic_version")]
     pub anthropic_version: String,
@@ -127,6 +131,7 @@ impl Default for JudgeConfig {
             max_in_flight: default_in_flight(),
             timeout_s: default_timeout(),
             connect_timeout_s: default_connect_timeout(),
+            read_timeout_s: default_timeout(),
             anthropic_version: default_anthropic_version(),
             max_tokens: default_max_tokens(),
         };
@@ -206,7 +211,7 @@ impl JudgeConfig {
             }
         }
         for (name, p) in &self.providers {
-            if p.timeout_s <= 0.0 || p.connect_timeout_s <= 0.0 {
+            if p.timeout_s <= 0.0 || p.connect_timeout_s <= 0.0 || p.read_timeout_s <= 0.0 {
                 return Err(format!(
                     "judges.providers.{name}: timeouts must be positive"
                 ));

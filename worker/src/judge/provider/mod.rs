@@ -147,9 +147,11 @@ impl ProviderClient {
         };
         let timeout = seconds(config.timeout_s, "timeout_s")?;
         let connect_timeout = seconds(config.connect_timeout_s, "connect_timeout_s")?;
+        let read_timeout = seconds(config.read_timeout_s, "read_timeout_s")?;
         let http = reqwest::Client::builder()
             .use_rustls_tls()
             .connect_timeout(connect_timeout)
+            .read_timeout(read_timeout)
             .timeout(timeout)
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(config.max_in_flight.max(1) as usize)
