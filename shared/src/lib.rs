@@ -8,10 +8,12 @@
 
 pub mod aggregate;
 pub mod config;
+pub mod contract;
 pub mod dataset;
 pub mod evaluate;
 pub mod gate;
 pub mod generate;
+pub mod judge_cache;
 pub mod loganalysis;
 pub mod num;
 pub mod queue;
@@ -23,4 +25,5 @@ pub mod stats;
 pub mod store;
 pub mod suite;
 pub mod support;
+pub mod testing;
 pub mod text;

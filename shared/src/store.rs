@@ -307,14 +307,17 @@ mod tests {
         let (store, events) = InProcessStore::new("r1", 16, 3).unwrap();
         for i in [3, 0, 2, 1] {
             let o = if i == 2 { Outcome::Failed } else { Outcome::Ok };
-            assert_eq!(block_on(store.put(rec(i, o))).unwrap(), PutOutcome::Stored);
+            assert_eq!(
+                crate::testing::block_on(store.put(rec(i, o))).unwrap(),
+                PutOutcome::Stored
+            );
         }
         assert_eq!(
-            block_on(store.put(rec(2, Outcome::Ok))).unwrap(),
+            crate::testing::block_on(store.put(rec(2, Outcome::Ok))).unwrap(),
             PutOutcome::AlreadyStored
         );
         assert_eq!(
-            block_on(store.counts("r1")).unwrap(),
+            crate::testing::block_on(store.counts("r1")).unwrap(),
             Counts {
                 ok: 3,
                 failed: 1,
@@ -322,7 +325,7 @@ mod tests {
             }
         );
         assert_eq!(events.len(), 1, "one full batch of three so far");
-        block_on(store.close_events());
+        crate::testing::block_on(store.close_events());
         let handed: Vec<u64> = std::iter::from_fn(|| events.try_recv().ok())
             .flatten()
             .map(|r| r.index)
@@ -330,7 +333,7 @@ mod tests {
         assert_eq!(handed, vec![3, 0, 2, 1], "the redelivery emitted no event");
         assert_eq!(collect(&store, None), vec![0, 1, 2, 3]);
         assert_eq!(collect(&store, Some(Outcome::Failed)), vec![2]);
-        assert!(block_on(store.put(ResultRecord {
+        assert!(crate::testing::block_on(store.put(ResultRecord {
             run_id: "other".into(),
             ..rec(9, Outcome::Ok)
         }))
@@ -340,28 +343,16 @@ mod tests {
     #[test]
     fn large_runs_read_back_across_chunks() {
         let (store, events) = InProcessStore::new("r1", 1, 1).unwrap();
-        block_on(store.close_events());
+        crate::testing::block_on(store.close_events());
         drop(events);
         let big = "z".repeat(3000);
         for i in (0..2000).rev() {
             let mut r = rec(i, Outcome::Ok);
             r.reason = Some(big.clone());
-            block_on(store.put(r)).unwrap();
+            crate::testing::block_on(store.put(r)).unwrap();
         }
         let all = collect(&store, None);
         assert_eq!(all.len(), 2000);
         assert!(all.windows(2).all(|w| w[0] < w[1]));
-    }
-
-    /// A minimal executor for these synchronous tests: the store's futures never wait here.
-    fn block_on<F: Future>(f: F) -> F::Output {
-        use std::task::{Context, Poll, Waker};
-        let mut f = std::pin::pin!(f);
-        let mut cx = Context::from_waker(Waker::noop());
-        loop {
-            if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                return v;
-            }
-        }
     }
 }

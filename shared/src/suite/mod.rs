@@ -96,7 +96,9 @@ impl Default for RunGates {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A resolved suite. It serialises whole into the run's spec in Redis, so every worker of a
+/// fleet run evaluates with exactly the suite the run was submitted with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Suite {
     pub name: String,
     pub kind: SuiteKind,

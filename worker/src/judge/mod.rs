@@ -2,7 +2,6 @@
 //! asks real providers (OpenAI, Anthropic, any OpenAI-compatible server) through [`LiveJudge`].
 
 pub mod accounting;
-pub mod cache;
 pub mod estimate;
 pub mod limit;
 pub mod live;
@@ -15,6 +14,7 @@ use std::sync::Arc;
 use evalfleet_shared::evaluate::{heuristic_verdict, Example, JudgeTask};
 use evalfleet_shared::record::{Scores, Usage};
 
+pub use evalfleet_shared::judge_cache as cache;
 pub use live::LiveJudge;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

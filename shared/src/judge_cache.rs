@@ -1,6 +1,8 @@
 //! The judge cache: the same prompt to the same judge model is answered once. Re-running an
 //! evaluation after changing one metric costs nothing in judge calls. Behind a trait because the
-//! fleet shares one cache in Redis; the embedded run keeps it in memory.
+//! fleet shares one cache in Redis; the embedded run keeps it in memory. The trait lives in this
+//! pure crate so that both implementations can be reached by the worker without the worker
+//! depending on Redis.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -58,17 +60,18 @@ impl JudgeCache for NoCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::block_on;
 
-    #[tokio::test]
-    async fn in_memory_round_trip() {
+    #[test]
+    fn in_memory_round_trip() {
         let c = InMemoryCache::default();
-        assert_eq!(c.get("k").await, None);
+        assert_eq!(block_on(c.get("k")), None);
         let v = CachedVerdict {
             score: 4,
             reasoning: "ok".into(),
         };
-        c.put("k", &v).await;
-        assert_eq!(c.get("k").await, Some(v));
-        assert_eq!(NoCache.get("k").await, None);
+        block_on(c.put("k", &v));
+        assert_eq!(block_on(c.get("k")), Some(v));
+        assert_eq!(block_on(NoCache.get("k")), None);
     }
 }
