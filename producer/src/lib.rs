@@ -3,8 +3,9 @@
 //! the file ends up accounted for in the report. Reading and validation run on their own thread
 //! (blocking file I/O) and hand records over a bounded channel, so memory stays flat.
 
+use std::collections::HashMap;
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use evalfleet_shared::evaluate::{Checked, Validator};
 use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::store::{ResultStore, StoreError};
+use serde_json::Value;
 
 /// Messages published per call; the queue confirms each batch as a whole.
 const BATCH: usize = 256;
@@ -59,6 +61,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
     queue: &Q,
     store: &S,
     progress: &Progress,
+    options: &ProduceOptions,
 ) -> Result<(), ProduceError> {
     let suite = validator.evaluator.suite.name.clone();
     // Records cross from the reader thread in batches: one hand-over per record would cost a
@@ -80,7 +83,15 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
             }
         })
         .map_err(|e| ProduceError::Reader(e.to_string()))?;
-    let mut batch = Vec::with_capacity(BATCH);
+    let mut out = Outbox {
+        queue,
+        store,
+        run_id,
+        options,
+        progress,
+        batch: Vec::with_capacity(BATCH),
+        scenarios: HashMap::new(),
+    };
     let mut outcome = Ok(());
     'read: while let Ok(items) = rx.recv().await {
         for item in items {
@@ -104,17 +115,15 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                     position,
                     value,
                 } => {
-                    batch.push(Message {
+                    out.push(Message {
                         v: Message::VERSION,
                         run_id: run_id.to_owned(),
                         index: ordinal,
                         line: position.line(),
                         suite: suite.clone(),
                         example: value,
-                    });
-                    if batch.len() >= BATCH {
-                        publish(queue, &mut batch, progress).await?;
-                    }
+                    })
+                    .await?;
                 }
                 Checked::Skipped {
                     ordinal,
@@ -131,31 +140,90 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
         }
         if rx.is_empty() {
             // The reader is slower than the workers: do not hold a part batch back.
-            publish(queue, &mut batch, progress).await?;
+            out.flush().await?;
         }
     }
     drop(rx);
-    publish(queue, &mut batch, progress).await?;
+    out.flush().await?;
     reader_thread
         .join()
         .map_err(|_| ProduceError::Reader("the reader thread panicked".into()))?;
     outcome
 }
 
-async fn publish<Q: WorkQueue>(
-    queue: &Q,
-    batch: &mut Vec<Message>,
-    progress: &Progress,
-) -> Result<(), QueueError> {
-    if batch.is_empty() {
-        return Ok(());
+/// What a producer does beyond streaming: the fleet resumes runs and inlines scenario files.
+#[derive(Debug, Clone, Default)]
+pub struct ProduceOptions {
+    /// Publish only examples without a stored result (re-submitting a run resumes it).
+    pub resume: bool,
+    /// Replace log-analysis `scenario` paths by the files' JSON, read relative to this
+    /// directory: a worker on another machine cannot read the submitter's files.
+    pub inline_scenarios_from: Option<PathBuf>,
+}
+
+/// Batches messages for the queue, dropping already-stored examples when resuming.
+struct Outbox<'a, Q, S> {
+    queue: &'a Q,
+    store: &'a S,
+    run_id: &'a str,
+    options: &'a ProduceOptions,
+    progress: &'a Progress,
+    batch: Vec<Message>,
+    scenarios: HashMap<String, Value>,
+}
+
+impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
+    async fn push(&mut self, mut msg: Message) -> Result<(), ProduceError> {
+        if let Some(dir) = &self.options.inline_scenarios_from {
+            inline_scenario(&mut msg.example, dir, &mut self.scenarios);
+        }
+        self.batch.push(msg);
+        if self.batch.len() >= BATCH {
+            self.flush().await?;
+        }
+        Ok(())
     }
-    let n = batch.len() as u64;
-    queue
-        .publish(std::mem::replace(batch, Vec::with_capacity(BATCH)))
-        .await?;
-    progress.published.fetch_add(n, Ordering::Relaxed);
-    Ok(())
+
+    async fn flush(&mut self) -> Result<(), ProduceError> {
+        let mut batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        if self.options.resume && !batch.is_empty() {
+            let indices: Vec<u64> = batch.iter().map(|m| m.index).collect();
+            let stored = self.store.stored(self.run_id, &indices).await?;
+            let mut stored = stored.into_iter();
+            batch.retain(|_| !stored.next().unwrap_or(false));
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let n = batch.len() as u64;
+        self.queue.publish(batch).await?;
+        self.progress.published.fetch_add(n, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// `scenario: "scenarios/x.json"` → the file's JSON (cached per path). A file that cannot be
+/// read stays a path: the worker then skips the example with the reason.
+fn inline_scenario(example: &mut Value, dir: &Path, cache: &mut HashMap<String, Value>) {
+    let Some(path) = example
+        .get("scenario")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+    else {
+        return;
+    };
+    if !cache.contains_key(&path) {
+        let loaded = std::fs::read_to_string(dir.join(&path))
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        match loaded {
+            Some(v) => {
+                cache.insert(path.clone(), v);
+            }
+            None => return,
+        }
+    }
+    example["scenario"] = cache[&path].clone();
 }
 
 struct CountingRead<R> {

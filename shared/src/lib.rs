@@ -21,6 +21,7 @@ pub mod rag;
 pub mod record;
 pub mod report;
 pub mod routing;
+pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod suite;

@@ -68,6 +68,13 @@ pub trait ResultStore: Send + Sync + 'static {
         -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
     /// The outcome counts of a run.
     fn counts(&self, run_id: &str) -> impl Future<Output = Result<Counts, StoreError>> + Send;
+    /// Which of `indices` already have a stored result: re-submitting a run publishes only the
+    /// others (resume = submit).
+    fn stored(
+        &self,
+        run_id: &str,
+        indices: &[u64],
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send;
 }
 
 /// Where a stored record sits in the spill file.
@@ -193,6 +200,14 @@ impl ResultStore for InProcessStore {
 
     async fn counts(&self, _run_id: &str) -> Result<Counts, StoreError> {
         Ok(self.lock()?.counts)
+    }
+
+    async fn stored(&self, _run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
+        let spill = self.lock()?;
+        Ok(indices
+            .iter()
+            .map(|&i| spill.slots.get(i as usize).is_some_and(|s| s.len > 0))
+            .collect())
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use evalfleet_aggregator::{follow, write_reports};
-use evalfleet_producer::{open_dataset, produce, Progress};
+use evalfleet_producer::{open_dataset, produce, ProduceOptions, Progress};
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::config::Config;
 use evalfleet_shared::evaluate::{Evaluator, Validator};
@@ -123,7 +123,16 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         });
         // The workers can stop early (a rejected API key): then stop producing too, or the
         // producer would wait forever on a full queue.
-        let producing = produce(reader, validator, &run_id, &queue, store.as_ref(), &read);
+        let options = ProduceOptions::default();
+        let producing = produce(
+            reader,
+            validator,
+            &run_id,
+            &queue,
+            store.as_ref(),
+            &read,
+            &options,
+        );
         let workers_done = tokio::select! {
             produced = producing => {
                 queue.finish_publishing();
