@@ -44,6 +44,22 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Write a deterministic synthetic dataset (for demos and benchmarks).
     Generate(cmd::generate::GenerateArgs),
+    /// Validate a dataset, register the run in Redis and publish one message per example.
+    Submit(cmd::fleet::submit::SubmitArgs),
+    /// Consume example messages: evaluate, store the result, then ack (graceful on SIGTERM).
+    Worker(cmd::fleet::worker::WorkerArgs),
+    /// Tail results, finish runs, write their reports, serve the HTTP API.
+    Aggregator(cmd::fleet::aggregator::AggregatorArgs),
+    /// Progress, rates, outcomes and ETA of a run (or a list of the latest runs).
+    Status(cmd::fleet::ops::StatusArgs),
+    /// Print a finished run's summary.
+    Report(cmd::fleet::ops::RunArg),
+    /// Cancel a run: workers drop its remaining messages without judging them.
+    Cancel(cmd::fleet::ops::RunArg),
+    /// Re-enqueue a run's failed examples.
+    Retry(cmd::fleet::ops::RunArg),
+    /// Inspect or requeue dead-lettered messages.
+    Dlq(cmd::fleet::ops::DlqArgs),
     /// Serve the OpenAI and Anthropic APIs locally with deterministic judge replies, rate
     /// limits and injected faults (tests, demos, load tests without API credits).
     FakeProvider(evalfleet_fake_provider::FakeProviderArgs),
@@ -57,6 +73,14 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::validate(args, cli.config.as_deref()),
         Command::Generate(args) => cmd::generate::generate(args),
         Command::FakeProvider(args) => cmd::fake_provider(args),
+        Command::Submit(args) => cmd::fleet::submit::run(args, cli.config.as_deref()),
+        Command::Worker(args) => cmd::fleet::worker::run(args, cli.config.as_deref()),
+        Command::Aggregator(args) => cmd::fleet::aggregator::run(args, cli.config.as_deref()),
+        Command::Status(args) => cmd::fleet::ops::status(args, cli.config.as_deref()),
+        Command::Report(args) => cmd::fleet::ops::report(args, cli.config.as_deref()),
+        Command::Cancel(args) => cmd::fleet::ops::cancel(args, cli.config.as_deref()),
+        Command::Retry(args) => cmd::fleet::ops::retry(args, cli.config.as_deref()),
+        Command::Dlq(args) => cmd::fleet::ops::dlq(args, cli.config.as_deref()),
     };
     match result {
         Ok(exit) => exit.into(),

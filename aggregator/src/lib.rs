@@ -2,6 +2,9 @@
 //! and, once the run is complete, writes its reports from those aggregates plus the stored
 //! items. It never holds more than one item, so its memory is O(groups) for a run of any size.
 
+pub mod http;
+pub mod service;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -3,6 +3,8 @@
 //! the file ends up accounted for in the report. Reading and validation run on their own thread
 //! (blocking file I/O) and hand records over a bounded channel, so memory stays flat.
 
+pub mod submit;
+
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};

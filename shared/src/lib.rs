@@ -21,6 +21,8 @@ pub mod rag;
 pub mod record;
 pub mod report;
 pub mod routing;
+pub mod runs;
+pub mod shared_limit;
 pub mod spec;
 pub mod stats;
 pub mod store;

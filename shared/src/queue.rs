@@ -41,7 +41,7 @@ pub enum QueueError {
 }
 
 /// One delivered message and the means to settle it.
-pub trait Delivery: Send + 'static {
+pub trait Delivery: Send + Sync + 'static {
     fn message(&self) -> &Message;
     /// Whether the broker delivered this message before (a worker died or requeued it).
     fn redelivered(&self) -> bool;

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod estimate;
+pub mod fleet;
 pub mod generate;
 pub mod run;
 pub mod validate;

@@ -257,7 +257,7 @@ fn build_judge(mode: JudgeMode, config: &Config) -> anyhow::Result<Judge> {
 }
 
 /// `run-20261123-071702-3f9a`: sortable by time, unique enough for one user's runs.
-fn new_run_id() -> String {
+pub fn new_run_id() -> String {
     let now = jiff::Zoned::now().with_time_zone(jiff::tz::TimeZone::UTC);
     format!(
         "run-{}-{:04x}",

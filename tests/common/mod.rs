@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod fake;
+pub mod fleet;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -3,8 +3,10 @@
 //! message is delivered again, and the store's at-most-once write means it is never counted
 //! twice.
 
+pub mod http;
 pub mod judge;
 mod process;
+pub mod service;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

@@ -1,0 +1,44 @@
+//! evalfleet's Redis adapter (DESIGN §4): the result store every worker writes to, the run
+//! registry, the events stream the aggregator tails, the fleet-wide rate limiter and the judge
+//! cache — everything the fleet shares, so that workers and aggregators stay stateless and any
+//! of them can be killed and restarted (DESIGN §8).
+//!
+//! Key layout (all under the configured prefix, default `evalfleet:`):
+//!
+//! | key | type | holds |
+//! |---|---|---|
+//! | `run:{id}` | hash | suite, status, total, published, created_at, finished_at, dataset, judge, gates_passed, report_dir, free fields |
+//! | `run:{id}:spec` | string | the run's spec JSON |
+//! | `run:{id}:results` | hash | index → result record JSON |
+//! | `run:{id}:counts` | hash | ok, failed, skipped |
+//! | `run:{id}:failed` | hash | index → message JSON of failed examples (for `retry`) |
+//! | `run:{id}:summary` | string | summary.md of the finished run |
+//! | `run:{id}:report_lock` | string | owner of the report being written (PX) |
+//! | `runs` | sorted set | run ids by creation time (unix ms) |
+//! | `events` | stream | `run`, `index`, `record` per stored result |
+//! | `cache:judge:<key>` | string | cached judge verdict JSON (EX ttl) |
+//! | `ratelimit:<key>` / `ratelimit:<key>:pause` | string | GCRA arrival time (µs) / fleet pause (PX) |
+//!
+//! Every multi-key change is a Lua script in `lua/`, loaded with `include_str!`.
+
+mod error;
+mod events;
+mod failed;
+mod items;
+mod judge_cache;
+mod keys;
+mod lifecycle;
+mod limiter;
+mod registry;
+mod store;
+
+#[cfg(test)]
+mod reconnect_tests;
+
+pub use error::RedisError;
+pub use events::{Event, EventStream};
+pub use items::{RunItems, BATCH};
+pub use judge_cache::RedisJudgeCache;
+pub use limiter::{FleetLimiter, PAUSE_POLL};
+pub use registry::{RunMeta, RunStatus};
+pub use store::{RedisConfig, RedisStore, EVENTS_MAXLEN};

@@ -30,6 +30,50 @@ pub struct Config {
     pub reports_dir: PathBuf,
     /// Live judges: providers, routing, retry, prices, budget, cache.
     pub judges: JudgeConfig,
+    /// The fleet: broker, store, worker settings.
+    pub fleet: FleetConfig,
+}
+
+/// Where the fleet's RabbitMQ and Redis are and how its roles behave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FleetConfig {
+    /// `amqp://` or `amqps://` (TLS).
+    pub amqp_url: String,
+    /// `redis://` or `rediss://` (TLS).
+    pub redis_url: String,
+    /// Exchange and queue names start with it (`evalfleet`, `evalfleet.examples`, ...), and
+    /// Redis keys with `<prefix>:`.
+    pub prefix: String,
+    /// Redeliveries before a message is dead-lettered (the quorum queue's `x-delivery-limit`).
+    pub delivery_limit: u32,
+    /// Finished runs' keys expire after this many hours.
+    pub retention_hours: u64,
+    /// Examples a worker processes at once.
+    pub worker_concurrency: usize,
+    /// Seconds a stopping worker gives in-flight examples.
+    pub shutdown_deadline_s: u64,
+    /// Enforce each judge provider's rpm/tpm across all workers (GCRA in Redis), and let one
+    /// 429 slow the whole fleet.
+    pub fleet_rate_limits: bool,
+    /// Seconds a judge verdict stays in the Redis judge cache.
+    pub judge_cache_ttl_s: u64,
+}
+
+impl Default for FleetConfig {
+    fn default() -> Self {
+        FleetConfig {
+            amqp_url: "amqp://guest:guest@127.0.0.1:5672/%2f".into(),
+            redis_url: "redis://127.0.0.1:6379/".into(),
+            prefix: "evalfleet".into(),
+            delivery_limit: 5,
+            retention_hours: 168,
+            worker_concurrency: 64,
+            shutdown_deadline_s: 30,
+            fleet_rate_limits: true,
+            judge_cache_ttl_s: 7 * 24 * 3600,
+        }
+    }
 }
 
 impl Default for Config {
@@ -40,6 +84,7 @@ impl Default for Config {
             concurrency: 0,
             reports_dir: PathBuf::from("reports"),
             judges: JudgeConfig::default(),
+            fleet: FleetConfig::default(),
         }
     }
 }

@@ -16,6 +16,7 @@ use backon::{ExponentialBuilder, Retryable};
 use evalfleet_shared::config::{JudgeConfig, ProviderConfig};
 use evalfleet_shared::evaluate::{Example, JudgeTask};
 use evalfleet_shared::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
+use evalfleet_shared::shared_limit::SharedLimiter;
 use evalfleet_shared::suite::Dimension;
 
 use super::accounting::Accounting;
@@ -43,6 +44,8 @@ pub struct LiveJudge {
     pub accounting: Accounting,
     /// Set on the first 401/403: every later call fails at once with this reason.
     stop: OnceLock<String>,
+    /// The fleet-wide quota and throttle, when workers share one (Redis GCRA).
+    shared: Option<Arc<dyn SharedLimiter>>,
 }
 
 /// A judge's answer to one question.
@@ -100,7 +103,14 @@ impl LiveJudge {
             cache,
             accounting: Accounting::new(config.prices.clone(), config.budget_usd),
             stop: OnceLock::new(),
+            shared: None,
         })
+    }
+
+    /// Also admits every call through `limiter`, shared with the rest of the fleet.
+    pub fn with_shared_limiter(mut self, limiter: Arc<dyn SharedLimiter>) -> Self {
+        self.shared = Some(limiter);
+        self
     }
 
     /// Why the run must stop (a rejected API key), once that happened.
@@ -246,6 +256,9 @@ impl LiveJudge {
         let attempt = || async {
             let _slot = rt.adaptive.acquire().await;
             rt.quotas.admit(estimate).await;
+            if let Some(shared) = &self.shared {
+                shared.acquire(&rt.name, estimate).await;
+            }
             tally.attempts.fetch_add(1, Ordering::Relaxed);
             let result = rt.client.complete(&request).await;
             self.observe(rt, &result, tally);
@@ -326,6 +339,11 @@ impl LiveJudge {
                 rt.adaptive.signal(Signal::Throttled {
                     retry_after: e.retry_after(),
                 });
+                if let Some(shared) = &self.shared {
+                    // Fire and forget: the fleet-wide pause must not delay this task's retry.
+                    let (shared, name, after) = (shared.clone(), rt.name.clone(), e.retry_after());
+                    tokio::spawn(async move { shared.throttled(&name, after).await });
+                }
             }
             Err(_) => {}
         }

@@ -1,0 +1,116 @@
+//! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`, `/healthz`,
+//! `/readyz`. Everything is read from Redis (and the report from the reports directory), so any
+//! aggregator answers for any run, and a restarted one answers at once.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use evalfleet_shared::store::ResultStore;
+use serde_json::json;
+
+use crate::service::Aggregator;
+
+pub fn router(aggregator: Arc<Aggregator>) -> Router {
+    Router::new()
+        .route("/runs", get(runs))
+        .route("/runs/{id}", get(run))
+        .route("/runs/{id}/report", get(report))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .with_state(aggregator)
+}
+
+/// Serves the API on `addr` until the process ends.
+pub async fn serve(addr: SocketAddr, aggregator: Arc<Aggregator>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "aggregator HTTP API listening");
+    axum::serve(listener, router(aggregator)).await
+}
+
+fn unavailable(e: impl std::fmt::Display) -> Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(json!({"error": e.to_string()})),
+    )
+        .into_response()
+}
+
+async fn runs(State(a): State<Arc<Aggregator>>) -> Response {
+    match a.store().runs(100).await {
+        Ok(runs) => Json(json!({"runs": runs})).into_response(),
+        Err(e) => unavailable(e),
+    }
+}
+
+async fn run(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Response {
+    let meta = match a.store().run(&id).await {
+        Ok(Some(meta)) => meta,
+        Ok(None) => {
+            return (
+                StatusCode::NOT_FOUND,
+                Json(json!({"error": format!("no run '{id}'")})),
+            )
+                .into_response()
+        }
+        Err(e) => return unavailable(e),
+    };
+    let counts = match a.store().counts(&id).await {
+        Ok(c) => c,
+        Err(e) => return unavailable(e),
+    };
+    let progress = meta
+        .total
+        .filter(|t| *t > 0)
+        .map(|t| counts.done() as f64 / t as f64);
+    Json(json!({"run": meta, "counts": counts, "done": counts.done(), "progress": progress}))
+        .into_response()
+}
+
+async fn report(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Response {
+    let meta = match a.store().run(&id).await {
+        Ok(Some(meta)) => meta,
+        Ok(None) => {
+            return (
+                StatusCode::NOT_FOUND,
+                Json(json!({"error": format!("no run '{id}'")})),
+            )
+                .into_response()
+        }
+        Err(e) => return unavailable(e),
+    };
+    let dir = match a.store().field(&id, "report_dir").await {
+        Ok(dir) => dir,
+        Err(e) => return unavailable(e),
+    };
+    let Some(dir) = dir else {
+        return (
+            StatusCode::CONFLICT,
+            Json(json!({"error": "the run is not complete yet", "status": meta.status})),
+        )
+            .into_response();
+    };
+    match tokio::fs::read(std::path::Path::new(&dir).join("report.json")).await {
+        Ok(body) => (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("report.json of run '{id}' is not readable here: {e}")})),
+        )
+            .into_response(),
+    }
+}
+
+async fn ready(State(a): State<Arc<Aggregator>>) -> Response {
+    match a.store().runs(1).await {
+        Ok(_) => "ready".into_response(),
+        Err(e) => unavailable(e),
+    }
+}

@@ -1,0 +1,43 @@
+//! The Redis registry seen through the worker's [`RunDirectory`] seam.
+
+use evalfleet_shared::runs::{RunDirectory, RunState};
+use evalfleet_shared::spec::RunSpec;
+use evalfleet_shared::store::StoreError;
+
+use crate::redis::{RedisStore, RunStatus};
+
+fn store_error(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+impl RunDirectory for RedisStore {
+    async fn spec(&self, run_id: &str) -> Result<Option<RunSpec>, StoreError> {
+        match RedisStore::spec(self, run_id).await.map_err(store_error)? {
+            None => Ok(None),
+            Some(json) => serde_json::from_str(&json).map(Some).map_err(|e| {
+                StoreError::Backend(format!("run '{run_id}' has an unreadable spec: {e}"))
+            }),
+        }
+    }
+
+    async fn state(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+        let meta = self.run(run_id).await.map_err(store_error)?;
+        Ok(meta.map(|m| match m.status {
+            RunStatus::Submitting => RunState::Submitting,
+            RunStatus::Running => RunState::Running,
+            RunStatus::Complete => RunState::Complete,
+            RunStatus::Cancelled => RunState::Cancelled,
+        }))
+    }
+
+    async fn keep_failed_message(
+        &self,
+        run_id: &str,
+        index: u64,
+        message_json: &str,
+    ) -> Result<(), StoreError> {
+        RedisStore::keep_failed_message(self, run_id, index, message_json)
+            .await
+            .map_err(store_error)
+    }
+}

@@ -1,0 +1,228 @@
+//! The events stream the aggregator tails: one entry per stored result (emitted by the put
+//! script), read through a consumer group so several aggregators share the work and an entry
+//! read by an aggregator that crashed before acking is claimed by another after `min_idle`.
+//!
+//! An EventStream owns its own connection: XREADGROUP BLOCK holds the connection it is sent on
+//! until it returns, which would stall every other command multiplexed on the store's.
+//! Acked entries are deleted (XACK + XDEL), so the stream holds only unprocessed results; this
+//! assumes one consumer group (the aggregators) reads it.
+
+use std::future::Future;
+use std::time::Duration;
+
+use evalfleet_shared::record::ResultRecord;
+use redis::aio::ConnectionManager;
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
+use redis::{ErrorKind, ServerErrorKind};
+
+use super::error::{cmd_err, RedisError};
+use super::store::{manager_config, RedisStore, RESPONSE_TIMEOUT};
+
+/// A stored result, as announced on the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// The stream entry id, to ack.
+    pub id: String,
+    pub run_id: String,
+    pub index: u64,
+    /// None when the entry's record JSON is unreadable (logged); ack it all the same.
+    pub record: Option<ResultRecord>,
+}
+
+pub struct EventStream {
+    pub(crate) conn: ConnectionManager,
+    key: String,
+    group: String,
+    consumer: String,
+    /// Where the next XAUTOCLAIM scan continues.
+    claim_cursor: String,
+}
+
+impl EventStream {
+    /// Joins (creating if needed) consumer group `group` as `consumer`. The group starts at the
+    /// beginning of the stream, so results stored before any aggregator ran are not missed.
+    pub async fn new(store: &RedisStore, group: &str, consumer: &str) -> Result<Self, RedisError> {
+        let key = store.keys.events();
+        let conn = ConnectionManager::new_with_config(store.client.clone(), manager_config(None))
+            .await
+            .map_err(cmd_err("connect (events)", &key))?;
+        let mut s = EventStream {
+            conn,
+            key,
+            group: group.to_owned(),
+            consumer: consumer.to_owned(),
+            claim_cursor: "0-0".into(),
+        };
+        s.create_group().await?;
+        Ok(s)
+    }
+
+    /// XGROUP CREATE … MKSTREAM; an existing group is fine.
+    async fn create_group(&mut self) -> Result<(), RedisError> {
+        let mut cmd = redis::cmd("XGROUP");
+        cmd.arg("CREATE")
+            .arg(&self.key)
+            .arg(&self.group)
+            .arg("0")
+            .arg("MKSTREAM");
+        let created = timed(
+            &self.key,
+            "XGROUP CREATE",
+            RESPONSE_TIMEOUT,
+            cmd.query_async::<()>(&mut self.conn),
+        )
+        .await?;
+        match created {
+            Err(e) if e.code() != Some("BUSYGROUP") => Err(cmd_err("XGROUP CREATE", &self.key)(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Up to `count` new entries (XREADGROUP >), waiting up to `block` for the first; empty
+    /// when none came. A group lost with a Redis restart (no persistence) is recreated.
+    pub async fn read(&mut self, count: usize, block: Duration) -> Result<Vec<Event>, RedisError> {
+        let mut cmd = redis::cmd("XREADGROUP");
+        cmd.arg("GROUP")
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg("COUNT")
+            .arg(count.max(1));
+        if !block.is_zero() {
+            cmd.arg("BLOCK").arg(block.as_millis().max(1) as u64);
+        }
+        cmd.arg("STREAMS").arg(&self.key).arg(">");
+        let limit = block + RESPONSE_TIMEOUT;
+        for attempt in 0..2 {
+            let reply = timed(
+                &self.key,
+                "XREADGROUP",
+                limit,
+                cmd.query_async::<Option<StreamReadReply>>(&mut self.conn),
+            )
+            .await?;
+            match reply {
+                Ok(reply) => {
+                    let entries = reply.into_iter().flat_map(|r| r.keys).flat_map(|k| k.ids);
+                    return Ok(entries.map(|e| self.event(e)).collect());
+                }
+                Err(e) if attempt == 0 && no_group(&e) => {
+                    tracing::warn!(stream = %self.key, group = %self.group, "consumer group vanished (Redis restarted?), recreating it");
+                    self.create_group().await?;
+                }
+                Err(e) => return Err(cmd_err("XREADGROUP", &self.key)(e)),
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    /// Claims up to `count` entries that another consumer read but has not acked for at least
+    /// `min_idle` (it crashed), continuing the XAUTOCLAIM scan where the last call stopped.
+    pub async fn claim_stale(
+        &mut self,
+        min_idle: Duration,
+        count: usize,
+    ) -> Result<Vec<Event>, RedisError> {
+        let mut cmd = redis::cmd("XAUTOCLAIM");
+        cmd.arg(&self.key)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(min_idle.as_millis() as u64)
+            .arg(&self.claim_cursor)
+            .arg("COUNT")
+            .arg(count.max(1));
+        let reply = timed(
+            &self.key,
+            "XAUTOCLAIM",
+            RESPONSE_TIMEOUT,
+            cmd.query_async::<StreamAutoClaimReply>(&mut self.conn),
+        )
+        .await?;
+        let reply = match reply {
+            Err(e) if no_group(&e) => {
+                self.create_group().await?;
+                return Ok(Vec::new());
+            }
+            other => other.map_err(cmd_err("XAUTOCLAIM", &self.key))?,
+        };
+        if !reply.deleted_ids.is_empty() {
+            tracing::warn!(stream = %self.key, lost = reply.deleted_ids.len(),
+                "pending events were trimmed from the stream before being processed; \
+                 their results are still stored");
+        }
+        self.claim_cursor = reply.next_stream_id;
+        Ok(reply.claimed.into_iter().map(|e| self.event(e)).collect())
+    }
+
+    /// Acknowledges processed entries and deletes them from the stream.
+    pub async fn ack(&mut self, ids: &[String]) -> Result<(), RedisError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("XACK")
+            .arg(&self.key)
+            .arg(&self.group)
+            .arg(ids)
+            .ignore()
+            .cmd("XDEL")
+            .arg(&self.key)
+            .arg(ids)
+            .ignore();
+        timed(
+            &self.key,
+            "XACK+XDEL",
+            RESPONSE_TIMEOUT,
+            pipe.query_async::<()>(&mut self.conn),
+        )
+        .await?
+        .map_err(cmd_err("XACK+XDEL", &self.key))
+    }
+
+    fn event(&self, entry: StreamId) -> Event {
+        let run_id: Option<String> = entry.get("run");
+        let index: Option<u64> = entry.get("index");
+        let record = entry.get::<Vec<u8>>("record").and_then(|bytes| {
+            serde_json::from_slice::<ResultRecord>(&bytes)
+                .map_err(|e| {
+                    tracing::error!(stream = %self.key, entry = %entry.id, error = %e,
+                        "unreadable result record in event")
+                })
+                .ok()
+        });
+        if run_id.is_none() || index.is_none() {
+            tracing::error!(stream = %self.key, entry = %entry.id, "event without run or index");
+        }
+        Event {
+            run_id: run_id
+                .or_else(|| record.as_ref().map(|r| r.run_id.clone()))
+                .unwrap_or_default(),
+            index: index.or(record.as_ref().map(|r| r.index)).unwrap_or(0),
+            record,
+            id: entry.id,
+        }
+    }
+}
+
+/// Bounds a command on the stream's connection, which has no response timeout of its own
+/// (XREADGROUP BLOCK waits on purpose).
+async fn timed<T>(
+    key: &str,
+    op: &'static str,
+    limit: Duration,
+    fut: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<redis::RedisResult<T>, RedisError> {
+    tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| RedisError::Timeout {
+            op,
+            key: key.to_owned(),
+            after: limit,
+        })
+}
+
+fn no_group(e: &redis::RedisError) -> bool {
+    e.code() == Some("NOGROUP")
+        || (e.kind() == ErrorKind::Server(ServerErrorKind::ResponseError)
+            && e.detail().is_some_and(|d| d.contains("NOGROUP")))
+}

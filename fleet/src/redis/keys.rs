@@ -1,0 +1,97 @@
+//! Key names, in one place: the Redis contract (DESIGN §4) is a set of key names that other
+//! processes (every worker, the aggregator, `evalfleet status`, operators with `redis-cli`)
+//! rely on, so they are spelled once here and nowhere else.
+//!
+//! Every key sits under the configured prefix (default `evalfleet:`), so several fleets or test
+//! runs can share one Redis.
+
+use std::sync::Arc;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Keys {
+    prefix: Arc<str>,
+}
+
+impl Keys {
+    pub(crate) fn new(prefix: &str) -> Self {
+        Keys {
+            prefix: prefix.into(),
+        }
+    }
+
+    pub(crate) fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `run:{id}`: the run's registry hash (suite, status, total, published, timestamps …).
+    pub(crate) fn run(&self, id: &str) -> String {
+        format!("{}run:{id}", self.prefix)
+    }
+
+    /// `run:{id}:<part>`: spec, results, counts, failed, summary, report_lock.
+    pub(crate) fn run_part(&self, id: &str, part: &str) -> String {
+        format!("{}run:{id}:{part}", self.prefix)
+    }
+
+    /// Every key of a run that the retention TTL applies to, in the order the status script
+    /// expects: run, spec, results, counts, failed, summary.
+    pub(crate) fn run_keys(&self, id: &str) -> [String; 6] {
+        [
+            self.run(id),
+            self.run_part(id, "spec"),
+            self.run_part(id, "results"),
+            self.run_part(id, "counts"),
+            self.run_part(id, "failed"),
+            self.run_part(id, "summary"),
+        ]
+    }
+
+    /// `runs`: sorted set of run ids scored by creation time (unix ms).
+    pub(crate) fn runs(&self) -> String {
+        format!("{}runs", self.prefix)
+    }
+
+    /// `events`: the stream of stored results the aggregator tails.
+    pub(crate) fn events(&self) -> String {
+        format!("{}events", self.prefix)
+    }
+
+    /// `cache:judge:<key>`: one cached judge verdict.
+    pub(crate) fn judge_cache(&self, key: &str) -> String {
+        format!("{}cache:judge:{key}", self.prefix)
+    }
+
+    /// `ratelimit:<key>`: the GCRA's theoretical arrival time for a shared quota.
+    pub(crate) fn rate(&self, key: &str) -> String {
+        format!("{}ratelimit:{key}", self.prefix)
+    }
+
+    /// `ratelimit:<key>:pause`: set (with PX) when a worker saw a 429; the whole fleet waits.
+    pub(crate) fn rate_pause(&self, key: &str) -> String {
+        format!("{}ratelimit:{key}:pause", self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_the_contract() {
+        let k = Keys::new("evalfleet:");
+        assert_eq!(k.run("r1"), "evalfleet:run:r1");
+        assert_eq!(k.run_part("r1", "results"), "evalfleet:run:r1:results");
+        assert_eq!(k.runs(), "evalfleet:runs");
+        assert_eq!(k.events(), "evalfleet:events");
+        assert_eq!(
+            k.judge_cache("openai:m:h"),
+            "evalfleet:cache:judge:openai:m:h"
+        );
+        assert_eq!(k.rate("openai:rpm"), "evalfleet:ratelimit:openai:rpm");
+        assert_eq!(
+            k.rate_pause("openai:rpm"),
+            "evalfleet:ratelimit:openai:rpm:pause"
+        );
+        assert_eq!(k.run_keys("x")[5], "evalfleet:run:x:summary");
+    }
+}

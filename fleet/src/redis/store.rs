@@ -1,0 +1,297 @@
+//! The fleet's result store: a [`ResultStore`] over Redis, shared by every worker.
+//!
+//! `put` is one Lua script (`lua/put.lua`) keyed on the example's index: HSETNX the record, and
+//! only if it was new, count its outcome and XADD its event. Redis runs a script atomically, so a
+//! message redelivered after a worker crash (or delivered twice to two workers) is stored,
+//! counted and announced exactly once — DESIGN §8's "none is counted twice".
+//!
+//! One [`ConnectionManager`] (a multiplexed connection that reconnects by itself after a Redis
+//! restart) is shared by all clones of the store; an operation that fails during an outage
+//! returns a transient error and the caller retries.
+
+use std::io;
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use evalfleet_shared::record::ResultRecord;
+use evalfleet_shared::store::{Counts, PutOutcome, ResultStore, StoreError};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Script};
+
+use super::error::{cmd_err, redact_url, transient, RedisError};
+use super::keys::Keys;
+
+static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/put.lua")));
+
+/// Events kept in the stream at most (approximately): acked events are deleted, so the stream
+/// only grows this long when no aggregator reads it. Results themselves are never trimmed.
+pub const EVENTS_MAXLEN: u64 = 1_000_000;
+
+/// How long a single command may take before the caller gets a (transient) error.
+pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedisConfig {
+    /// `redis://127.0.0.1:6379/`, `rediss://` for TLS, `redis://:password@host/db`.
+    pub url: String,
+    /// Prepended to every key (default `evalfleet:`).
+    pub prefix: String,
+    /// Finished (complete or cancelled) runs expire this long after finishing; zero keeps them.
+    pub retention: Duration,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            url: "redis://127.0.0.1:6379/".into(),
+            prefix: "evalfleet:".into(),
+            retention: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct RedisStore {
+    pub(crate) client: Client,
+    pub(crate) conn: ConnectionManager,
+    pub(crate) keys: Keys,
+    pub(crate) retention: Duration,
+    pub(crate) url: Arc<str>,
+    events_maxlen: u64,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .field("prefix", &self.keys.prefix())
+            .field("retention", &self.retention)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The reconnect policy of every manager: quick first retries, then every 2 s at most.
+pub(crate) fn manager_config(response_timeout: Option<Duration>) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_min_delay(Duration::from_millis(50))
+        .set_max_delay(Duration::from_secs(2))
+        .set_number_of_retries(8)
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(response_timeout)
+}
+
+impl RedisStore {
+    /// Connects, retrying transient failures (Redis still starting, refused connections) with
+    /// backoff until `deadline` has passed; a bad URL or rejected credentials fail at once.
+    pub async fn connect(cfg: RedisConfig, deadline: Duration) -> Result<Self, RedisError> {
+        let url = redact_url(&cfg.url);
+        if cfg.url.starts_with("rediss://") {
+            // rustls needs a process-wide crypto provider; another crate may have set one.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let client = Client::open(cfg.url.as_str()).map_err(|source| RedisError::Url {
+            url: url.clone(),
+            source,
+        })?;
+        let start = Instant::now();
+        let mut delay = Duration::from_millis(50);
+        loop {
+            let remaining = deadline.saturating_sub(start.elapsed());
+            let attempt = async {
+                let mut probe = client.get_multiplexed_async_connection().await?;
+                redis::cmd("PING").query_async::<String>(&mut probe).await?;
+                ConnectionManager::new_with_config(
+                    client.clone(),
+                    manager_config(Some(RESPONSE_TIMEOUT)),
+                )
+                .await
+            };
+            let failure = match tokio::time::timeout(remaining.max(CONNECT_TIMEOUT), attempt).await
+            {
+                Ok(Ok(conn)) => {
+                    return Ok(RedisStore {
+                        client,
+                        conn,
+                        keys: Keys::new(&cfg.prefix),
+                        retention: cfg.retention,
+                        url: url.into(),
+                        events_maxlen: EVENTS_MAXLEN,
+                    })
+                }
+                Ok(Err(e)) => (e.to_string(), transient(&e)),
+                Err(_) => ("connection attempt timed out".to_owned(), true),
+            };
+            let waited = start.elapsed();
+            if !failure.1 || waited >= deadline {
+                return Err(RedisError::Connect {
+                    url,
+                    waited,
+                    reason: failure.0,
+                    transient: failure.1,
+                });
+            }
+            tracing::warn!(url = %url, error = %failure.0, "Redis not reachable yet, retrying");
+            tokio::time::sleep(delay.min(deadline.saturating_sub(waited))).await;
+            delay = (delay * 2).min(Duration::from_secs(2));
+        }
+    }
+
+    /// Caps the events stream at about `n` entries (default [`EVENTS_MAXLEN`]).
+    pub fn with_events_maxlen(mut self, n: u64) -> Self {
+        self.events_maxlen = n.max(1);
+        self
+    }
+
+    /// The key prefix this store writes under.
+    pub fn prefix(&self) -> &str {
+        self.keys.prefix()
+    }
+
+    /// [`ResultStore::put`] with the adapter's own error, whose
+    /// [`is_transient`](RedisError::is_transient) tells a worker to requeue rather than
+    /// dead-letter.
+    pub async fn put_record(&self, rec: &ResultRecord) -> Result<PutOutcome, RedisError> {
+        let results = self.keys.run_part(&rec.run_id, "results");
+        let json = serde_json::to_string(rec).map_err(|e| RedisError::Data {
+            op: "put",
+            key: results.clone(),
+            message: format!("record {} does not serialise: {e}", rec.index),
+        })?;
+        let retention_ms = self.retention.as_millis() as u64;
+        let stored: i64 = PUT
+            .key(&results)
+            .key(self.keys.run_part(&rec.run_id, "counts"))
+            .key(self.keys.events())
+            .key(self.keys.run(&rec.run_id))
+            .arg(rec.index)
+            .arg(json)
+            .arg(rec.outcome.as_str())
+            .arg(&rec.run_id)
+            .arg(self.events_maxlen)
+            .arg(retention_ms)
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(cmd_err("put (EVALSHA put.lua)", &results))?;
+        Ok(if stored == 1 {
+            PutOutcome::Stored
+        } else {
+            PutOutcome::AlreadyStored
+        })
+    }
+
+    /// The outcome counts of a run (zeros for an unknown run).
+    pub async fn run_counts(&self, run_id: &str) -> Result<Counts, RedisError> {
+        let key = self.keys.run_part(run_id, "counts");
+        let (ok, failed, skipped): (Option<u64>, Option<u64>, Option<u64>) = redis::cmd("HMGET")
+            .arg(&key)
+            .arg(&["ok", "failed", "skipped"][..])
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(cmd_err("HMGET", &key))?;
+        Ok(Counts {
+            ok: ok.unwrap_or(0),
+            failed: failed.unwrap_or(0),
+            skipped: skipped.unwrap_or(0),
+        })
+    }
+
+    /// Deletes every key under this store's prefix (SCAN + UNLINK) and returns how many there
+    /// were: for tests and for resetting a scratch fleet. Never point it at a shared prefix.
+    pub async fn purge_prefix(&self) -> Result<u64, RedisError> {
+        let pattern = format!("{}*", glob_escape(self.keys.prefix()));
+        let mut conn = self.conn.clone();
+        let mut cursor: u64 = 0;
+        let mut deleted = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await
+                .map_err(cmd_err("SCAN", &pattern))?;
+            if !keys.is_empty() {
+                deleted += redis::cmd("UNLINK")
+                    .arg(&keys)
+                    .query_async::<u64>(&mut conn)
+                    .await
+                    .map_err(cmd_err("UNLINK", &pattern))?;
+            }
+            if next == 0 {
+                return Ok(deleted);
+            }
+            cursor = next;
+        }
+    }
+}
+
+/// Escapes the glob characters of a literal prefix for SCAN MATCH.
+fn glob_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Transient errors become `StoreError::Io` (retry: nack with requeue), permanent ones
+/// `StoreError::Backend`, so code that only sees the trait can still tell them apart.
+fn store_error(e: RedisError) -> StoreError {
+    if e.is_transient() {
+        let kind = match e {
+            RedisError::Timeout { .. } => io::ErrorKind::TimedOut,
+            _ => io::ErrorKind::ConnectionAborted,
+        };
+        StoreError::Io(io::Error::new(kind, e.to_string()))
+    } else {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+impl ResultStore for RedisStore {
+    async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
+        self.put_record(&rec).await.map_err(store_error)
+    }
+
+    async fn counts(&self, run_id: &str) -> Result<Counts, StoreError> {
+        self.run_counts(run_id).await.map_err(store_error)
+    }
+
+    async fn stored(&self, run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
+        RedisStore::stored(self, run_id, indices)
+            .await
+            .map_err(store_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_characters_are_escaped() {
+        assert_eq!(glob_escape("evalfleet-test-1:"), "evalfleet-test-1:");
+        assert_eq!(glob_escape("a*b?[c]\\"), "a\\*b\\?\\[c\\]\\\\");
+    }
+
+    #[test]
+    fn transient_errors_map_to_io() {
+        let t = store_error(RedisError::Timeout {
+            op: "put",
+            key: "k".into(),
+            after: Duration::from_secs(1),
+        });
+        assert!(matches!(t, StoreError::Io(ref e) if e.kind() == io::ErrorKind::TimedOut));
+        let p = store_error(RedisError::UnknownRun {
+            op: "put",
+            id: "r".into(),
+        });
+        assert!(matches!(p, StoreError::Backend(_)));
+    }
+}

@@ -1,0 +1,119 @@
+//! `evalfleet submit`: registers a run and its spec in Redis, then streams the dataset into
+//! RabbitMQ with publisher confirms. Submitting again under the same run id resumes: only the
+//! examples without a stored result are published (a redelivered example is stored once anyway).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use evalfleet_fleet::amqp::AmqpQueue;
+use evalfleet_fleet::redis::{RedisError, RedisStore, RunMeta, RunStatus};
+use evalfleet_shared::evaluate::{Evaluator, Validator};
+use evalfleet_shared::spec::RunSpec;
+use evalfleet_shared::suite::SuiteKind;
+
+use crate::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error(transparent)]
+    Produce(#[from] ProduceError),
+    #[error("run registry: {0}")]
+    Registry(#[from] RedisError),
+    #[error("run '{run}' already exists with suite '{existing}', not '{wanted}': choose another --run-id")]
+    SuiteMismatch {
+        run: String,
+        existing: String,
+        wanted: String,
+    },
+    #[error("the run spec cannot be serialised: {0}")]
+    Spec(String),
+}
+
+pub struct SubmitRequest {
+    pub run_id: String,
+    pub dataset: PathBuf,
+    pub spec: RunSpec,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubmitOutcome {
+    /// Records read (valid + skipped): the run's total.
+    pub records: u64,
+    pub published: u64,
+    pub skipped: u64,
+    /// The run existed: this submission resumed it.
+    pub resumed: bool,
+}
+
+pub async fn submit(
+    req: &SubmitRequest,
+    queue: &AmqpQueue,
+    store: &RedisStore,
+    progress: Arc<Progress>,
+) -> Result<SubmitOutcome, SubmitError> {
+    let suite = &req.spec.suite;
+    let existing = store.run(&req.run_id).await?;
+    let resumed = match &existing {
+        Some(meta) if meta.suite != suite.name => {
+            return Err(SubmitError::SuiteMismatch {
+                run: req.run_id.clone(),
+                existing: meta.suite.clone(),
+                wanted: suite.name.clone(),
+            })
+        }
+        Some(_) => true,
+        None => {
+            let spec =
+                serde_json::to_string(&req.spec).map_err(|e| SubmitError::Spec(e.to_string()))?;
+            let meta = RunMeta {
+                id: req.run_id.clone(),
+                suite: suite.name.clone(),
+                status: RunStatus::Submitting,
+                total: None,
+                published: 0,
+                created_at: jiff::Timestamp::now().to_string(),
+                finished_at: None,
+                dataset: req.spec.dataset.clone(),
+                judge: req.spec.judge.clone(),
+                gates_passed: None,
+            };
+            !store.register_run(&meta, &spec).await?
+        }
+    };
+    let dataset_dir = req.dataset.parent().map(Path::to_path_buf);
+    let validator = Validator::new(Evaluator::new(
+        Arc::new(suite.clone()),
+        req.spec.model_prefixes.clone(),
+        dataset_dir.clone(),
+    ));
+    let options = ProduceOptions {
+        resume: resumed,
+        inline_scenarios_from: (suite.kind == SuiteKind::LogAnalysis)
+            .then(|| dataset_dir.unwrap_or_default()),
+    };
+    let reader = open_dataset(&req.dataset, progress.clone()).map_err(ProduceError::from)?;
+    produce(
+        reader,
+        validator,
+        &req.run_id,
+        queue,
+        store,
+        &progress,
+        &options,
+    )
+    .await?;
+    let outcome = SubmitOutcome {
+        records: progress.records.load(Ordering::Relaxed),
+        published: progress.published.load(Ordering::Relaxed),
+        skipped: progress.skipped.load(Ordering::Relaxed),
+        resumed,
+    };
+    store.add_published(&req.run_id, outcome.published).await?;
+    store.set_total(&req.run_id, outcome.records).await?;
+    let status = store.run(&req.run_id).await?.map(|m| m.status);
+    if matches!(status, Some(RunStatus::Submitting)) {
+        store.set_status(&req.run_id, RunStatus::Running).await?;
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,20 @@
+//! Fleet-wide admission for judge calls: one provider quota shared by every worker (a GCRA in
+//! Redis), and one 429 slowing the whole fleet. A trait here so the worker's judge can take it
+//! without depending on Redis.
+
+use std::time::Duration;
+
+use crate::judge_cache::BoxFuture;
+
+pub trait SharedLimiter: Send + Sync {
+    /// Waits until the fleet may send one more request of about `tokens` tokens to `provider`.
+    /// A limiter that cannot be reached lets the call through (the local limits still hold).
+    fn acquire<'a>(&'a self, provider: &'a str, tokens: u32) -> BoxFuture<'a, ()>;
+    /// `provider` answered 429 or is overloaded: every worker waits `retry_after` (or a short
+    /// default) before its next call there.
+    fn throttled<'a>(
+        &'a self,
+        provider: &'a str,
+        retry_after: Option<Duration>,
+    ) -> BoxFuture<'a, ()>;
+}

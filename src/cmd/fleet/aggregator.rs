@@ -1,0 +1,57 @@
+//! `evalfleet aggregator`: tail results, finish runs, write reports, serve the HTTP API.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
+
+use super::Endpoints;
+use crate::exit::Exit;
+
+#[derive(Args)]
+pub struct AggregatorArgs {
+    /// Where the HTTP API (/runs, /runs/{id}, /runs/{id}/report, /healthz, /readyz) listens.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub http_addr: SocketAddr,
+    /// Where `<run_id>/` report directories are written (default: config reports_dir).
+    #[arg(long)]
+    pub reports_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+}
+
+pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        let consumer = format!("{}-{}", hostname(), std::process::id());
+        let opts = AggregatorOptions {
+            reports_dir: args
+                .reports_dir
+                .clone()
+                .unwrap_or(config.reports_dir.clone()),
+            consumer,
+            claim_after: Duration::from_secs(30),
+        };
+        let aggregator = Arc::new(Aggregator::new(store, opts));
+        tokio::spawn(evalfleet_aggregator::http::serve(
+            args.http_addr,
+            aggregator.clone(),
+        ));
+        tracing::info!(http = %args.http_addr, "aggregator started");
+        aggregator.serve(super::shutdown_signal()).await?;
+        tracing::info!("aggregator stopped");
+        Ok(Exit::Success)
+    })
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "aggregator".into())
+}

@@ -1,0 +1,233 @@
+//! Run operations: `status`, `report`, `cancel`, `retry`, `dlq list|requeue`.
+
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use evalfleet_fleet::redis::RunStatus;
+use evalfleet_shared::queue::{Message, WorkQueue};
+use evalfleet_shared::store::ResultStore;
+
+use super::Endpoints;
+use crate::exit::{BadInput, Exit};
+
+#[derive(Args)]
+pub struct RunArg {
+    pub run: String,
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// A run; without it, the latest runs.
+    pub run: Option<String>,
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+}
+
+#[derive(Args)]
+pub struct DlqArgs {
+    #[command(subcommand)]
+    pub action: DlqAction,
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+}
+
+#[derive(Subcommand)]
+pub enum DlqAction {
+    /// Show the dead-lettered messages (they stay in the queue).
+    List {
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Move dead-lettered messages back to the work queue.
+    Requeue {
+        /// Only this run's messages.
+        #[arg(long)]
+        run: Option<String>,
+    },
+}
+
+pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        let Some(run) = args.run else {
+            println!(
+                "{:<32} {:<14} {:<11} {:>17} {:>8} {:>8} {:>8}  created",
+                "run", "suite", "status", "done/total", "ok", "failed", "skipped"
+            );
+            for meta in store.runs(50).await? {
+                let c = store.counts(&meta.id).await?;
+                let total = meta.total.map_or("?".into(), |t| t.to_string());
+                println!(
+                    "{:<32} {:<14} {:<11} {:>17} {:>8} {:>8} {:>8}  {}",
+                    meta.id,
+                    meta.suite,
+                    format!("{:?}", meta.status).to_lowercase(),
+                    format!("{}/{total}", c.done()),
+                    c.ok,
+                    c.failed,
+                    c.skipped,
+                    meta.created_at
+                );
+            }
+            return Ok(Exit::Success);
+        };
+        let meta = store
+            .run(&run)
+            .await?
+            .ok_or_else(|| BadInput(format!("no run '{run}'")))?;
+        let c = store.counts(&run).await?;
+        let elapsed = meta.created_at.parse::<jiff::Timestamp>().ok().map(|t| {
+            jiff::Timestamp::now()
+                .duration_since(t)
+                .as_secs_f64()
+                .max(1e-3)
+        });
+        let rate = elapsed.map(|e| c.done() as f64 / e);
+        println!(
+            "run {}: suite {}, status {:?}, judge {}",
+            meta.id, meta.suite, meta.status, meta.judge
+        );
+        println!(
+            "  dataset {}; published {}; created {}",
+            meta.dataset, meta.published, meta.created_at
+        );
+        match meta.total {
+            Some(total) if total > 0 => {
+                let eta = rate
+                    .filter(|r| *r > 0.0)
+                    .map(|r| (total.saturating_sub(c.done())) as f64 / r);
+                println!(
+                    "  progress {}/{} ({:.1}%) · {:.1} examples/s · ETA {}",
+                    c.done(),
+                    total,
+                    100.0 * c.done() as f64 / total as f64,
+                    rate.unwrap_or(0.0),
+                    eta.map_or("–".into(), |s| format!("{s:.0} s"))
+                );
+            }
+            _ => println!(
+                "  progress {} stored (total known once submission ends)",
+                c.done()
+            ),
+        }
+        println!(
+            "  outcomes: ok {} · failed {} · skipped {}",
+            c.ok, c.failed, c.skipped
+        );
+        if let Ok(queue) = args.endpoints.connect_amqp(&config, 1).await {
+            let dead = queue.dead_letters(10_000).await?;
+            let mine = dead
+                .iter()
+                .filter(|d| d.run_id.as_deref() == Some(run.as_str()))
+                .count();
+            println!("  dead-lettered messages of this run: {mine}");
+        }
+        if let Some(dir) = store.field(&run, "report_dir").await? {
+            println!("  reports in {dir}");
+        }
+        Ok(Exit::Success)
+    })
+}
+
+pub fn report(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        let meta = store
+            .run(&args.run)
+            .await?
+            .ok_or_else(|| BadInput(format!("no run '{}'", args.run)))?;
+        match store.summary(&args.run).await? {
+            Some(summary) => {
+                println!("{summary}");
+                Ok(if meta.gates_passed == Some(true) {
+                    Exit::Success
+                } else {
+                    Exit::GatesFailed
+                })
+            }
+            None => Err(BadInput(format!(
+                "run '{}' has no report yet (status {:?})",
+                args.run, meta.status
+            ))
+            .into()),
+        }
+    })
+}
+
+pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        let meta = store
+            .run(&args.run)
+            .await?
+            .ok_or_else(|| BadInput(format!("no run '{}'", args.run)))?;
+        if meta.status == RunStatus::Complete {
+            return Err(BadInput(format!("run '{}' is already complete", args.run)).into());
+        }
+        store.set_status(&args.run, RunStatus::Cancelled).await?;
+        println!(
+            "run {} cancelled: workers drop its remaining messages without judging them",
+            args.run
+        );
+        Ok(Exit::Success)
+    })
+}
+
+pub fn retry(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        store
+            .run(&args.run)
+            .await?
+            .ok_or_else(|| BadInput(format!("no run '{}'", args.run)))?;
+        let queue = args.endpoints.connect_amqp(&config, 1).await?;
+        let kept = store.take_failed(&args.run).await?;
+        let messages: Vec<Message> = kept
+            .iter()
+            .filter_map(|json| serde_json::from_str(json).ok())
+            .collect();
+        let n = messages.len();
+        if n > 0 {
+            store.set_status(&args.run, RunStatus::Running).await?;
+            queue.publish(messages).await?;
+        }
+        println!("run {}: {n} failed examples re-enqueued", args.run);
+        Ok(Exit::Success)
+    })
+}
+
+pub fn dlq(args: DlqArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    super::runtime()?.block_on(async {
+        let queue = args.endpoints.connect_amqp(&config, 1).await?;
+        match args.action {
+            DlqAction::List { limit } => {
+                let dead = queue.dead_letters(limit).await?;
+                println!(
+                    "{} dead-lettered messages shown (limit {limit})",
+                    dead.len()
+                );
+                for d in dead {
+                    println!(
+                        "- run {} index {} reason {}: {}",
+                        d.run_id.as_deref().unwrap_or("?"),
+                        d.index.map_or("?".into(), |i| i.to_string()),
+                        d.reason.as_deref().unwrap_or("?"),
+                        d.raw.chars().take(160).collect::<String>()
+                    );
+                }
+            }
+            DlqAction::Requeue { run } => {
+                let n = queue.requeue_dead(run.as_deref()).await?;
+                println!("{n} dead-lettered messages moved back to the work queue");
+            }
+        }
+        Ok(Exit::Success)
+    })
+}

@@ -1,0 +1,151 @@
+//! `evalfleet submit`: validate, register and publish a run; `--wait` follows it to its report.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use evalfleet_fleet::redis::{RedisStore, RunStatus};
+use evalfleet_producer::submit::{submit, SubmitRequest};
+use evalfleet_producer::Progress;
+use evalfleet_shared::spec::RunSpec;
+use evalfleet_shared::store::ResultStore;
+use evalfleet_worker::JudgeMode;
+
+use super::Endpoints;
+use crate::exit::Exit;
+use crate::progress::RunProgress;
+
+#[derive(Args)]
+pub struct SubmitArgs {
+    pub dataset: PathBuf,
+    #[arg(long, short, default_value = "support-judge")]
+    pub suite: String,
+    /// Run id; re-submitting under an existing id resumes that run.
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Follow the run until its report exists; exit as `run` would.
+    #[arg(long)]
+    pub wait: bool,
+    #[arg(long, value_enum, default_value = "heuristic")]
+    pub judge: JudgeMode,
+    /// Print the judge calls, tokens and cost, and exit: nothing is published.
+    #[arg(long)]
+    pub estimate: bool,
+    /// Stop judge calls once this many USD are spent (overrides `judges.budget_usd`).
+    #[arg(long)]
+    pub budget: Option<f64>,
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+}
+
+pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let (mut config, suite) = crate::cmd::config_and_suite(config, &args.suite)?;
+    if let Some(budget) = args.budget {
+        config.judges.budget_usd = Some(budget);
+    }
+    let bytes = crate::cmd::dataset_len(&args.dataset)?;
+    if args.estimate {
+        return crate::cmd::estimate::print_estimate(&args.dataset, &config, &suite);
+    }
+    let run_id = args
+        .run_id
+        .clone()
+        .unwrap_or_else(crate::cmd::run::new_run_id);
+    let spec = RunSpec {
+        suite,
+        judge: args.judge.name().to_owned(),
+        judges: config.judges.clone(),
+        model_prefixes: config.model_prefixes.clone(),
+        dataset: args.dataset.display().to_string(),
+    };
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        let queue = args.endpoints.connect_amqp(&config, 1).await?;
+        let progress = Arc::new(Progress::default());
+        let published = Arc::new(AtomicU64::new(0));
+        let bar = RunProgress::start(bytes, progress.clone(), published.clone());
+        let mirror = {
+            let (progress, published) = (progress.clone(), published.clone());
+            tokio::spawn(async move {
+                loop {
+                    published.store(
+                        progress.published.load(Ordering::Relaxed),
+                        Ordering::Relaxed,
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            })
+        };
+        let req = SubmitRequest {
+            run_id: run_id.clone(),
+            dataset: args.dataset.clone(),
+            spec,
+        };
+        let outcome = submit(&req, &queue, &store, progress).await;
+        mirror.abort();
+        bar.finish();
+        let outcome = outcome?;
+        println!("{run_id}");
+        eprintln!(
+            "{} run {run_id}: {} records, {} published, {} skipped",
+            if outcome.resumed {
+                "resumed"
+            } else {
+                "submitted"
+            },
+            outcome.records,
+            outcome.published,
+            outcome.skipped
+        );
+        if !args.wait {
+            return Ok(Exit::Success);
+        }
+        wait_for_report(&store, &run_id).await
+    })
+}
+
+/// Follows a run until it is complete, showing progress; then prints its summary.
+pub async fn wait_for_report(store: &RedisStore, run_id: &str) -> anyhow::Result<Exit> {
+    let bar =
+        indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} · {per_sec} · ETA {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    loop {
+        let meta = store
+            .run(run_id)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("run '{run_id}' disappeared from Redis"))?;
+        let counts = store.counts(run_id).await?;
+        if let Some(total) = meta.total {
+            bar.set_length(total);
+        }
+        bar.set_position(counts.done());
+        match meta.status {
+            RunStatus::Complete => {
+                bar.finish_and_clear();
+                if let Some(summary) = store.summary(run_id).await? {
+                    println!("{summary}");
+                }
+                if let Some(dir) = store.field(run_id, "report_dir").await? {
+                    eprintln!("reports in {dir}");
+                }
+                return Ok(if meta.gates_passed == Some(true) {
+                    Exit::Success
+                } else {
+                    Exit::GatesFailed
+                });
+            }
+            RunStatus::Cancelled => {
+                bar.finish_and_clear();
+                anyhow::bail!("run '{run_id}' was cancelled");
+            }
+            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! `evalfleet worker`: consume example messages, evaluate, store, ack; graceful on SIGTERM.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use evalfleet_fleet::limits::FleetLimits;
+use evalfleet_fleet::redis::RedisJudgeCache;
+use evalfleet_shared::judge_cache::JudgeCache;
+use evalfleet_shared::shared_limit::SharedLimiter;
+use evalfleet_worker::service::{FleetWorker, ServiceOptions};
+use evalfleet_worker::WorkerError;
+
+use super::Endpoints;
+use crate::exit::Exit;
+
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// Examples processed at once (default: config fleet.worker_concurrency).
+    #[arg(long, short = 'j')]
+    pub concurrency: Option<usize>,
+    /// Where /healthz and /readyz are served.
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    pub metrics_addr: SocketAddr,
+    #[command(flatten)]
+    pub endpoints: Endpoints,
+}
+
+pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
+    let config = evalfleet_shared::config::Config::load(config)?;
+    let concurrency = args
+        .concurrency
+        .unwrap_or(config.fleet.worker_concurrency)
+        .max(1);
+    // Prefetch sized to concurrency (DESIGN §3): enough to keep every slot busy, no hoarding.
+    let prefetch = (concurrency * 2).min(u16::MAX as usize) as u16;
+    super::runtime()?.block_on(async {
+        let store = args.endpoints.connect_redis(&config).await?;
+        let queue = args.endpoints.connect_amqp(&config, prefetch).await?;
+        let cache: Arc<dyn JudgeCache> = Arc::new(RedisJudgeCache::new(
+            &store,
+            Duration::from_secs(config.fleet.judge_cache_ttl_s),
+        ));
+        let limiter: Option<Arc<dyn SharedLimiter>> = config
+            .fleet
+            .fleet_rate_limits
+            .then(|| Arc::new(FleetLimits::new(&store, &config.judges)) as Arc<dyn SharedLimiter>);
+        let worker = Arc::new(FleetWorker::new(
+            queue,
+            Arc::new(store.clone()),
+            Arc::new(store),
+            cache,
+            limiter,
+        ));
+        tokio::spawn(evalfleet_worker::http::serve(
+            args.metrics_addr,
+            worker.stats.clone(),
+        ));
+        tracing::info!(concurrency, "worker started");
+        let opts = ServiceOptions {
+            concurrency,
+            shutdown_deadline: Duration::from_secs(config.fleet.shutdown_deadline_s),
+        };
+        match worker.serve(opts, super::shutdown_signal()).await {
+            Ok(()) => {
+                tracing::info!("worker stopped");
+                Ok(Exit::Success)
+            }
+            Err(WorkerError::Stopped(reason)) => Err(crate::exit::BadInput(reason).into()),
+            Err(e) => Err(e.into()),
+        }
+    })
+}

@@ -1,0 +1,170 @@
+//! A fleet on the real RabbitMQ and Redis of this machine, isolated by a unique prefix (its own
+//! exchange, queues and Redis keys), with `worker` and `aggregator` as child processes of the
+//! real binary. Everything it creates is removed when it is dropped.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub struct Fleet {
+    pub prefix: String,
+    pub dir: tempfile::TempDir,
+    pub config: PathBuf,
+    children: Vec<(String, Child)>,
+}
+
+impl Fleet {
+    /// A fleet whose config adds `extra_yaml` (e.g. a `judges:` block) to the fleet settings.
+    pub fn new(extra_yaml: &str) -> Fleet {
+        let prefix = format!(
+            "evalfleet-test-{}",
+            super::fake::random_key().trim_start_matches("sk-test-")
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = dir.path().join("evalfleet.yaml");
+        let yaml = format!(
+            "reports_dir: {reports}\nfleet:\n  prefix: {prefix}\n  retention_hours: 1\n  worker_concurrency: 16\n  shutdown_deadline_s: 10\n{extra_yaml}\n",
+            reports = dir.path().join("reports").display()
+        );
+        std::fs::write(&config, yaml).expect("write config");
+        Fleet {
+            prefix,
+            dir,
+            config,
+            children: Vec::new(),
+        }
+    }
+
+    pub fn reports_dir(&self) -> PathBuf {
+        self.dir.path().join("reports")
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_evalfleet"));
+        cmd.current_dir(super::root())
+            .arg("--config")
+            .arg(&self.config)
+            .args(args);
+        for (k, _) in std::env::vars() {
+            if k.starts_with("EVALFLEET_") || k == "RUST_LOG" {
+                cmd.env_remove(k);
+            }
+        }
+        cmd
+    }
+
+    /// Runs a one-shot command (submit, status, ...) to completion.
+    pub fn run(&self, args: &[&str], limit: Duration) -> super::Output {
+        super::run_with_timeout(self.command(args), limit)
+    }
+
+    /// Starts a long-running role (`worker`, `aggregator`) as a child process.
+    pub fn spawn(&mut self, name: &str, args: &[&str]) -> u32 {
+        let log =
+            std::fs::File::create(self.dir.path().join(format!("{name}.log"))).expect("log file");
+        let child = self
+            .command(args)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn evalfleet");
+        let pid = child.id();
+        self.children.push((name.to_owned(), child));
+        pid
+    }
+
+    pub fn worker(&mut self, name: &str, port: u16) -> u32 {
+        self.spawn(
+            name,
+            &["worker", "--metrics-addr", &format!("127.0.0.1:{port}")],
+        )
+    }
+
+    pub fn aggregator(&mut self, name: &str, port: u16) -> u32 {
+        self.spawn(
+            name,
+            &["aggregator", "--http-addr", &format!("127.0.0.1:{port}")],
+        )
+    }
+
+    /// Sends a signal to a child (9 = kill, 15 = terminate) and reaps it.
+    pub fn signal(&mut self, name: &str, signal: i32) {
+        if let Some(pos) = self.children.iter().position(|(n, _)| n == name) {
+            let (_, mut child) = self.children.remove(pos);
+            let _ = Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg(child.id().to_string())
+                .status();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn log(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+    }
+
+    /// Waits until `reports/<run>/report.json` exists.
+    pub fn wait_report(&self, run: &str, limit: Duration) -> Value {
+        let path = self.reports_dir().join(run).join("report.json");
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                if let Ok(v) = serde_json::from_str(&text) {
+                    return v;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let logs: Vec<String> = self
+            .children
+            .iter()
+            .map(|(n, _)| format!("--- {n}\n{}", self.log(n)))
+            .collect();
+        panic!(
+            "no report for run {run} after {limit:?}\n{}",
+            logs.join("\n")
+        );
+    }
+
+    pub fn redis(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1"])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let keys = self.redis(&["--scan", "--pattern", &format!("{}:*", self.prefix)]);
+        for key in keys.lines().filter(|k| !k.is_empty()) {
+            self.redis(&["del", key]);
+        }
+        for queue in ["examples", "dead"] {
+            let _ = Command::new("rabbitmqctl")
+                .args(["delete_queue", &format!("{}.{queue}", self.prefix)])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// Path helper for datasets in the repository.
+pub fn example(name: &str) -> PathBuf {
+    super::root().join("examples").join(name)
+}
+
+pub fn is_file(p: &Path) -> bool {
+    p.is_file()
+}

@@ -1,0 +1,180 @@
+//! The fleet end to end on the real RabbitMQ and Redis: `submit`, two `worker` processes and an
+//! `aggregator` produce the same report as the embedded `run` of the same data, and no example
+//! is lost or counted twice when a worker or the aggregator is killed mid-run.
+
+mod common;
+
+use std::time::Duration;
+
+use common::fleet::{example, Fleet};
+use serde_json::Value;
+
+/// `report.json` without what legitimately differs between two runs: timings.
+fn comparable(mut report: Value) -> Value {
+    for key in ["started_at", "finished_at", "duration_seconds", "dataset"] {
+        report["run"].as_object_mut().map(|r| r.remove(key));
+    }
+    for list in ["results", "items"] {
+        if let Some(items) = report[list].as_array_mut() {
+            for item in items {
+                item.as_object_mut().map(|i| i.remove("latency_ms"));
+            }
+        }
+    }
+    report
+}
+
+/// The path and values of the first place two JSON documents differ.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                first_difference(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}.{k}"),
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{path}: fleet {a} vs embedded {b}")),
+    }
+}
+
+#[test]
+fn fleet_report_equals_embedded_report() {
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19501);
+    fleet.worker("w2", 19502);
+    fleet.aggregator("agg", 19510);
+    let run_id = format!("{}-run", fleet.prefix);
+    let data = example("support-judge.jsonl");
+    let submit = fleet.run(
+        &[
+            "submit",
+            data.to_str().unwrap(),
+            "--suite",
+            "support-judge",
+            "--run-id",
+            &run_id,
+            "--wait",
+        ],
+        Duration::from_secs(120),
+    );
+    submit.assert_no_panic();
+    assert!(
+        submit.stdout.contains(&run_id),
+        "submit prints the run id\n{}",
+        submit.stderr
+    );
+    let fleet_report = fleet.wait_report(&run_id, Duration::from_secs(30));
+    assert_eq!(
+        submit.code,
+        Some(if fleet_report["gates"]["passed"] == true {
+            0
+        } else {
+            1
+        }),
+        "--wait exits as run does\n{}",
+        submit.stderr
+    );
+
+    let out = fleet.dir.path().join("embedded");
+    let embedded = fleet.run(
+        &[
+            "run",
+            data.to_str().unwrap(),
+            "--suite",
+            "support-judge",
+            "--run-id",
+            &run_id,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    embedded.assert_no_panic();
+    let embedded_report = common::read_json(&out.join("report.json"));
+    let (a, b) = (
+        comparable(fleet_report.clone()),
+        comparable(embedded_report),
+    );
+    assert_eq!(
+        first_difference(&a, &b, "report"),
+        None,
+        "a fleet run and an embedded run must agree"
+    );
+    assert_eq!(fleet_report["totals"]["examples"], 120);
+    for file in ["summary.md", "report.html", "junit.xml"] {
+        assert!(
+            fleet.reports_dir().join(&run_id).join(file).is_file(),
+            "{file} written by the aggregator"
+        );
+    }
+    let report = fleet.run(&["report", &run_id], Duration::from_secs(20));
+    assert!(
+        report.stdout.contains("## Overall Results"),
+        "`report` prints the stored summary\n{}",
+        report.stderr
+    );
+    let status = fleet.run(&["status", &run_id], Duration::from_secs(20));
+    assert!(
+        status.stdout.contains("progress 120/120"),
+        "{}",
+        status.stdout
+    );
+}
+
+#[test]
+fn killing_a_worker_and_the_aggregator_mid_run_loses_and_duplicates_nothing() {
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19521);
+    fleet.worker("w2", 19522);
+    fleet.aggregator("agg1", 19530);
+    let data = fleet.dir.path().join("data.jsonl");
+    let gen = fleet.run(
+        &[
+            "generate",
+            "support-judge",
+            "-n",
+            "20000",
+            "--seed",
+            "3",
+            "--out",
+            data.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    gen.assert_code(0);
+    let run_id = format!("{}-kill", fleet.prefix);
+    let submit = fleet.run(
+        &["submit", data.to_str().unwrap(), "--run-id", &run_id],
+        Duration::from_secs(120),
+    );
+    submit.assert_code(0);
+    std::thread::sleep(Duration::from_millis(300));
+    fleet.signal("w1", 9);
+    fleet.signal("agg1", 9);
+    fleet.aggregator("agg2", 19531);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    assert_eq!(
+        report["totals"]["examples"], 20000,
+        "every record accounted for exactly once"
+    );
+    let results = report["results"].as_array().expect("results");
+    assert_eq!(results.len(), 20000);
+    assert!(
+        results
+            .windows(2)
+            .all(|w| w[0]["index"].as_u64() < w[1]["index"].as_u64()),
+        "no duplicate, in dataset order"
+    );
+    let counts = fleet.redis(&["hgetall", &format!("{}:run:{run_id}:counts", fleet.prefix)]);
+    assert!(counts.contains("20000"), "Redis counts agree: {counts}");
+}

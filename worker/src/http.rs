@@ -1,0 +1,35 @@
+//! The worker's HTTP endpoints: `/healthz` (the process is alive) and `/readyz` (it has
+//! processed or is ready to process messages), for Kubernetes probes.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+use crate::WorkerStats;
+
+pub fn router(stats: Arc<WorkerStats>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(|| async { "ready" }))
+        .route("/stats", get(stats_json))
+        .with_state(stats)
+}
+
+async fn stats_json(State(s): State<Arc<WorkerStats>>) -> Json<serde_json::Value> {
+    Json(json!({
+        "processed": s.processed.load(Ordering::Relaxed),
+        "redelivered": s.redelivered.load(Ordering::Relaxed),
+        "duplicates": s.duplicates.load(Ordering::Relaxed),
+        "requeued": s.requeued.load(Ordering::Relaxed),
+    }))
+}
+
+pub async fn serve(addr: SocketAddr, stats: Arc<WorkerStats>) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    axum::serve(listener, router(stats)).await
+}
