@@ -13,6 +13,10 @@ pub struct Fleet {
     pub prefix: String,
     pub dir: tempfile::TempDir,
     pub config: PathBuf,
+    /// Extra environment for every command and role (e.g. a judge API key).
+    pub env: Vec<(String, String)>,
+    /// The Redis the harness inspects and cleans up (`redis-cli -p`).
+    pub redis_port: u16,
     children: Vec<(String, Child)>,
 }
 
@@ -34,6 +38,8 @@ impl Fleet {
             prefix,
             dir,
             config,
+            env: Vec::new(),
+            redis_port: 6379,
             children: Vec::new(),
         }
     }
@@ -52,6 +58,9 @@ impl Fleet {
             if k.starts_with("EVALFLEET_") || k == "RUST_LOG" {
                 cmd.env_remove(k);
             }
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
         }
         cmd
     }
@@ -103,6 +112,98 @@ impl Fleet {
         }
     }
 
+    /// Whether the child `name` is still running (it has not exited by itself).
+    pub fn alive(&mut self, name: &str) -> bool {
+        self.children
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .is_some_and(|(_, c)| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Writes `evalfleet generate SUITE -n N --seed SEED` into the fleet's directory.
+    pub fn generate(&self, suite: &str, n: u64, seed: u64) -> PathBuf {
+        let path = self.dir.path().join(format!("{suite}-{n}-{seed}.jsonl"));
+        let (n, seed) = (n.to_string(), seed.to_string());
+        self.run(
+            &[
+                "generate",
+                suite,
+                "-n",
+                &n,
+                "--seed",
+                &seed,
+                "--out",
+                path.to_str().expect("utf-8 path"),
+            ],
+            Duration::from_secs(60),
+        )
+        .assert_code(0);
+        path
+    }
+
+    /// The run's stored outcome counts in Redis (`run:{id}:counts`): (ok, failed, skipped).
+    pub fn counts(&self, run: &str) -> (u64, u64, u64) {
+        let key = format!("{}:run:{run}:counts", self.prefix);
+        let values = self.redis(&["hmget", &key, "ok", "failed", "skipped"]);
+        let mut n = values.lines().map(|l| l.trim().parse::<u64>().unwrap_or(0));
+        let mut next = || n.next().unwrap_or(0);
+        (next(), next(), next())
+    }
+
+    /// Stored results of the run so far (ok + failed + skipped).
+    pub fn done(&self, run: &str) -> u64 {
+        let (ok, failed, skipped) = self.counts(run);
+        ok + failed + skipped
+    }
+
+    /// Waits until at least `n` results of the run are stored.
+    pub fn wait_done(&self, run: &str, n: u64, limit: Duration) {
+        let started = Instant::now();
+        while self.done(run) < n {
+            assert!(
+                started.elapsed() < limit,
+                "fewer than {n} results of {run} after {limit:?} (have {})",
+                self.done(run)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The run's report accounts for exactly `n` examples, none twice: totals, one item per ok
+    /// example in strictly increasing index order, failed/skipped lists, Redis counts.
+    pub fn assert_exactly(&self, run: &str, report: &Value, n: u64) {
+        let t = &report["totals"];
+        let total = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("totals.{k}: {t}"));
+        assert_eq!(total("examples"), n, "totals: {t}");
+        assert_eq!(
+            total("ok") + total("failed") + total("skipped"),
+            n,
+            "totals: {t}"
+        );
+        let items = super::items(report);
+        assert_eq!(items.len() as u64, total("ok"), "one item per ok example");
+        let indices: Vec<u64> = items
+            .iter()
+            .map(|i| i["index"].as_u64().expect("index"))
+            .collect();
+        let twice = indices.windows(2).find(|w| w[0] >= w[1]);
+        assert!(
+            twice.is_none(),
+            "indices not strictly increasing: {twice:?}"
+        );
+        for list in ["failed", "skipped"] {
+            let len = report[list].as_array().map_or(0, Vec::len) as u64;
+            assert_eq!(len, total(list), "{list} list vs totals");
+        }
+        let (ok, failed, skipped) = self.counts(run);
+        assert_eq!(
+            (ok, failed, skipped),
+            (total("ok"), total("failed"), total("skipped")),
+            "Redis counts vs the report"
+        );
+        assert_eq!(ok + failed + skipped, n, "Redis counts");
+    }
+
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
@@ -132,7 +233,7 @@ impl Fleet {
 
     pub fn redis(&self, args: &[&str]) -> String {
         let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1"])
+            .args(["-h", "127.0.0.1", "-p", &self.redis_port.to_string()])
             .args(args)
             .output()
             .expect("redis-cli");
@@ -150,12 +251,16 @@ impl Drop for Fleet {
         for key in keys.lines().filter(|k| !k.is_empty()) {
             self.redis(&["del", key]);
         }
-        for queue in ["examples", "dead"] {
-            let _ = Command::new("rabbitmqctl")
-                .args(["delete_queue", &format!("{}.{queue}", self.prefix)])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+        // Exchanges and queues both: the adapter's own clean-up deletes the whole topology.
+        let cfg = evalfleet_fleet::amqp::AmqpConfig {
+            prefix: self.prefix.clone(),
+            ..Default::default()
+        };
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            let _ = rt.block_on(evalfleet_fleet::amqp::testing::cleanup(&cfg));
         }
     }
 }

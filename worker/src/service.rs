@@ -141,15 +141,17 @@ where
                 self.stats.redelivered.fetch_add(1, Ordering::Relaxed);
             }
             let handling = self.handle(&delivery).await;
-            match handling {
-                Ok(Handling::Ack) => delivery.ack().await?,
-                Ok(Handling::Requeue) => delivery.requeue().await?,
-                Ok(Handling::Reject) => delivery.reject().await?,
-                Err(stopped) => {
-                    delivery.requeue().await?;
-                    return Err(stopped);
-                }
+            // Settling fails when the channel died under the delivery (a broker restart): the
+            // broker redelivers the message, and the store's at-most-once write absorbs it.
+            let settled = match &handling {
+                Ok(Handling::Ack) => delivery.ack().await,
+                Ok(Handling::Requeue) | Err(_) => delivery.requeue().await,
+                Ok(Handling::Reject) => delivery.reject().await,
+            };
+            if let Err(e) = settled {
+                tracing::warn!(error = %e, "could not settle a delivery; the broker will redeliver it");
             }
+            handling?;
             if *stop.borrow() {
                 return Ok(());
             }

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Benchmarks of issue 4 (the fleet), each measured as a ratio within one run:
+#   1. zero-latency fake provider, 20,000 support-judge examples, one worker: fleet examples/s
+#      against the raw broker ceiling (fleet/examples/broker_ceiling.rs: publish → consume → ack
+#      with the same queue and message settings, no work) and against embedded `run`;
+#      worker peak RSS at concurrency 256;
+#   2. three workers sharing 3,000 requests/minute per provider (fleet-wide GCRA) against a
+#      200 ms fake: share of the limit used and of 429s;
+#   3. the aggregator writing the report of a 1,000,000-result run: peak RSS.
+#   usage: scripts/bench-fleet.sh [1|2|3 ...]     (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet
+cargo build --release --quiet -p evalfleet-fleet --example broker_ceiling
+bin=$PWD/target/release/evalfleet
+work=$(mktemp -d)
+pids=()
+prefix="evalfleet-bench-$$"
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  redis-cli --scan --pattern "$prefix:*" | xargs -r -n 500 redis-cli del >/dev/null || true
+  for q in examples dead; do rabbitmqctl delete_queue "$prefix.$q" >/dev/null 2>&1 || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+export BENCH_KEY=sk-bench-0123456789abcdef
+port=18571
+
+fake() { # options...
+  "$bin" fake-provider --port $port --api-key "$BENCH_KEY" "$@" > "$work/fake.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && return; sleep 0.1; done
+  echo "fake-provider did not start"; exit 1
+}
+stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
+
+config() { # rpm fleet_limits panel
+  cat > "$work/config.yaml" <<YAML
+reports_dir: $work/reports
+fleet: {prefix: $prefix, worker_concurrency: 256, fleet_rate_limits: $2, retention_hours: 1}
+judges:
+  providers:
+    openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: 256, timeout_s: 30}
+    anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: 256, timeout_s: 30}
+  cache: false
+  panel: [${3:-}]
+YAML
+}
+
+peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
+role() { # name args...
+  local name=$1; shift
+  "$bin" --config "$work/config.yaml" "$@" > "$work/$name.log" 2>&1 &
+  pids+=($!)
+  eval "${name}_pid=$!"
+}
+
+secs() { python3 -c "import time; print(time.time())"; }
+
+for s in ${*:-1 2 3}; do
+  case $s in
+  1)
+    "$bin" generate support-judge -n 20000 --seed 21 --out "$work/d20k.jsonl"
+    fake; config 0 false
+    ceiling=$(target/release/examples/broker_ceiling "$work/d20k.jsonl" 512 | tee /dev/stderr | sed -E 's/.*= ([0-9]+) messages\/s.*/\1/')
+    t0=$(secs); "$bin" --config "$work/config.yaml" run "$work/d20k.jsonl" --judge live -j 256 --out "$work/embedded" >/dev/null || true; t1=$(secs)
+    embedded=$(python3 -c "print(round(20000/($t1-$t0)))")
+    role aggregator aggregator --http-addr 127.0.0.1:18580
+    role worker worker -j 256 --metrics-addr 127.0.0.1:18581
+    sleep 1
+    t0=$(secs); "$bin" --config "$work/config.yaml" submit "$work/d20k.jsonl" --judge live --run-id "$prefix-1" --wait >/dev/null || true; t1=$(secs)
+    fleet=$(python3 -c "print(round(20000/($t1-$t0)))")
+    wkb=$(peak_kb "$worker_pid")
+    python3 - "$ceiling" "$embedded" "$fleet" "$wkb" <<'PY'
+import sys
+c, e, f, kb = map(float, sys.argv[1:])
+print(f"1. broker ceiling {c:,.0f} msg/s · embedded run {e:,.0f} examples/s · fleet (1 worker, submit → report) {f:,.0f} examples/s")
+print(f"   fleet / ceiling = {f/c:.0%} (target ≥ 50%) · fleet / embedded = {f/e:.0%} (target ≥ 60%) · worker peak RSS {kb/1024:.1f} MiB at concurrency 256 (target ≤ 64)")
+PY
+    stop_all
+    ;;
+  2)
+    "$bin" generate support-judge -n 3000 --seed 22 --out "$work/d3k.jsonl"
+    fake --latency-ms 200 --rpm-openai 3000 --rpm-anthropic 3000
+    config 3000 true "openai, anthropic"
+    role aggregator aggregator --http-addr 127.0.0.1:18580
+    for w in 1 2 3; do role "w$w" worker -j 128 --metrics-addr "127.0.0.1:1859$w"; done
+    sleep 1
+    "$bin" --config "$work/config.yaml" submit "$work/d3k.jsonl" --judge live --run-id "$prefix-2" --wait >/dev/null || true
+    curl -sf "http://127.0.0.1:$port/stats" > "$work/stats.json"
+    python3 - "$work/stats.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+secs = (s["last_request_unix_ms"] - s["first_request_unix_ms"]) / 1000
+for p, by in sorted(s["by_provider_status"].items()):
+    ok, r429, total = by.get("200", 0), by.get("429", 0), sum(by.values())
+    print(f"2. {p}: {ok} accepted in {secs:.1f} s = {ok/secs*60:,.0f}/min = {ok/secs*60/3000:.1%} of 3,000 (target ≥ 95%); 429: {r429} = {r429/max(1,total):.2%} (target < 0.5%)")
+PY
+    stop_all
+    ;;
+  3)
+    "$bin" generate support-judge -n 1000000 --seed 23 --out "$work/d1m.jsonl"
+    config 0 false
+    role aggregator aggregator --http-addr 127.0.0.1:18580
+    role w1 worker -j 64 --metrics-addr 127.0.0.1:18591
+    role w2 worker -j 64 --metrics-addr 127.0.0.1:18592
+    sleep 1
+    t0=$(secs); "$bin" --config "$work/config.yaml" submit "$work/d1m.jsonl" --run-id "$prefix-3" --wait >/dev/null || true; t1=$(secs)
+    akb=$(peak_kb "$aggregator_pid"); w1kb=$(peak_kb "$w1_pid")
+    python3 -c "print(f'3. 1,000,000 examples (heuristic judge, 2 workers): submit → report {($t1-$t0):.0f} s = {1e6/($t1-$t0):,.0f} examples/s; aggregator peak RSS {$akb/1024:.1f} MiB (target ≤ 256); worker peak RSS {$w1kb/1024:.1f} MiB')"
+    ls -la "$work/reports/$prefix-3"
+    stop_all
+    ;;
+  esac
+done

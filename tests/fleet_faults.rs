@@ -1,0 +1,486 @@
+//! Infrastructure faults in fleet mode (DESIGN §3, §4, §8) on the real RabbitMQ and Redis:
+//! a broker restart, a Redis restart, an aggregator killed mid-run, poison messages and two
+//! aggregators at once. Each run ends with exactly N results, none twice (the report's totals,
+//! its items in strictly increasing index order, and the Redis counts).
+//!
+//! Restarting RabbitMQ affects the broker every test here shares: that test takes [`BROKER`]
+//! for itself (the others hold it shared), and a guard brings the broker back even when the
+//! test fails. Redis is never restarted: the Redis test runs its own `redis-server`.
+//! Provider faults (429 storms, fleet-wide rate limits) are in `fleet_faults_judges.rs`.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use common::fleet::{example, Fleet};
+use serde_json::Value;
+
+/// Held exclusively by tests that take the shared broker away, shared by every other test.
+static BROKER: RwLock<()> = RwLock::new(());
+
+fn broker_shared() -> RwLockReadGuard<'static, ()> {
+    BROKER.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn broker_exclusive() -> RwLockWriteGuard<'static, ()> {
+    BROKER.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn rabbitmqctl(args: &[&str]) -> bool {
+    Command::new("rabbitmqctl")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Starts the RabbitMQ application again when dropped — also when the test panics.
+struct BrokerUp;
+
+impl Drop for BrokerUp {
+    fn drop(&mut self) {
+        rabbitmqctl(&["start_app"]);
+        rabbitmqctl(&["await_startup"]);
+    }
+}
+
+/// The path and values of the first place two JSON documents differ.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                first_difference(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}.{k}"),
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{path}: fleet {a} vs embedded {b}")),
+    }
+}
+
+/// The `aggregates` of an embedded `evalfleet run` of the same dataset.
+fn embedded_aggregates(fleet: &Fleet, data: &Path) -> Value {
+    let out = fleet.dir.path().join("embedded");
+    let run = fleet.run(
+        &[
+            "run",
+            data.to_str().expect("utf-8 path"),
+            "--suite",
+            "support-judge",
+            "--out",
+            out.to_str().expect("utf-8 path"),
+        ],
+        Duration::from_secs(60),
+    );
+    run.assert_no_panic();
+    common::read_json(&out.join("report.json"))["aggregates"].clone()
+}
+
+fn submit(fleet: &Fleet, data: &Path, run_id: &str, extra: &[&str]) {
+    let mut args = vec![
+        "submit",
+        data.to_str().expect("utf-8 path"),
+        "--run-id",
+        run_id,
+    ];
+    args.extend_from_slice(extra);
+    fleet.run(&args, Duration::from_secs(60)).assert_code(0);
+}
+
+#[test]
+fn restarting_rabbitmq_mid_run_loses_and_duplicates_nothing() {
+    const N: u64 = 6000;
+    let _broker = broker_exclusive();
+    let mut fleet = Fleet::new("");
+    // Dropped before the fleet, so the fleet's cleanup finds the broker up.
+    let _up = BrokerUp;
+    fleet.worker("w1", 19601);
+    fleet.worker("w2", 19602);
+    fleet.aggregator("agg", 19610);
+    let data = fleet.generate("support-judge", N, 11);
+    let run_id = format!("{}-rmq", fleet.prefix);
+    submit(&fleet, &data, &run_id, &[]);
+
+    fleet.wait_done(&run_id, N / 10, Duration::from_secs(60));
+    assert!(rabbitmqctl(&["stop_app"]), "rabbitmqctl stop_app");
+    let at_stop = fleet.done(&run_id);
+    assert!(at_stop < N, "the broker went away mid-run ({at_stop}/{N})");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(rabbitmqctl(&["start_app"]), "rabbitmqctl start_app");
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(90));
+    fleet.assert_exactly(&run_id, &report, N);
+    for role in ["w1", "w2", "agg"] {
+        assert!(
+            fleet.alive(role),
+            "{role} must ride out the restart\n{}",
+            fleet.log(role)
+        );
+    }
+    for worker in ["w1", "w2"] {
+        assert!(
+            fleet.log(worker).contains("reconnected to RabbitMQ"),
+            "{worker} reconnected by itself\n{}",
+            fleet.log(worker)
+        );
+    }
+}
+
+/// A `redis-server` of the test's own, persisting every write to its append-only file.
+struct PrivateRedis {
+    port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl PrivateRedis {
+    fn start() -> PrivateRedis {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = PrivateRedis {
+            port,
+            dir: tempfile::tempdir().expect("tempdir"),
+            child: None,
+        };
+        redis.spawn();
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Starts the server (always the same command) and waits until it answers PING.
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("redis.log"))
+            .expect("redis log");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--save", ""])
+            .stdout(log)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting redis-server");
+        self.child = Some(child);
+        let started = Instant::now();
+        while self.cli(&["ping"]) != "PONG" {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "redis-server on port {} did not come up",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `SHUTDOWN` (flushing the append-only file), then waits for the process to end.
+    fn shutdown(&mut self) {
+        self.cli(&["shutdown"]);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[test]
+fn restarting_redis_mid_run_loses_and_duplicates_nothing() {
+    const N: u64 = 6000;
+    let _broker = broker_shared();
+    let mut redis = PrivateRedis::start();
+    let url = redis.url();
+    let mut fleet = Fleet::new("");
+    fleet.redis_port = redis.port;
+    for (name, port) in [("w1", "19621"), ("w2", "19622")] {
+        let addr = format!("127.0.0.1:{port}");
+        fleet.spawn(
+            name,
+            &["worker", "--metrics-addr", &addr, "--redis-url", &url],
+        );
+    }
+    fleet.spawn(
+        "agg",
+        &[
+            "aggregator",
+            "--http-addr",
+            "127.0.0.1:19630",
+            "--redis-url",
+            &url,
+        ],
+    );
+    let data = fleet.generate("support-judge", N, 12);
+    let run_id = format!("{}-redis", fleet.prefix);
+    submit(&fleet, &data, &run_id, &["--redis-url", &url]);
+
+    fleet.wait_done(&run_id, N / 10, Duration::from_secs(60));
+    redis.shutdown();
+    std::thread::sleep(Duration::from_secs(2));
+    redis.spawn();
+    let after_restart = fleet.done(&run_id);
+    assert!(
+        after_restart < N,
+        "Redis went away mid-run ({after_restart}/{N})"
+    );
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(90));
+    fleet.assert_exactly(&run_id, &report, N);
+    let status = fleet.run(
+        &["status", &run_id, "--redis-url", &url],
+        Duration::from_secs(60),
+    );
+    assert!(
+        status.stdout.contains(&format!("progress {N}/{N}")),
+        "{}\n{}",
+        status.stdout,
+        status.stderr
+    );
+    for role in ["w1", "w2", "agg"] {
+        assert!(
+            fleet.alive(role),
+            "{role} must ride out the Redis restart\n{}",
+            fleet.log(role)
+        );
+    }
+}
+
+#[test]
+fn restarting_the_aggregator_mid_run_gives_the_embedded_aggregates() {
+    const N: u64 = 5000;
+    let _broker = broker_shared();
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19641);
+    fleet.worker("w2", 19642);
+    fleet.aggregator("agg1", 19650);
+    let data = fleet.generate("support-judge", N, 13);
+    let run_id = format!("{}-agg", fleet.prefix);
+    submit(&fleet, &data, &run_id, &[]);
+
+    fleet.wait_done(&run_id, N / 5, Duration::from_secs(60));
+    fleet.signal("agg1", 9);
+    let at_kill = fleet.done(&run_id);
+    assert!(at_kill < N, "the aggregator died mid-run ({at_kill}/{N})");
+    fleet.aggregator("agg2", 19651);
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(90));
+    fleet.assert_exactly(&run_id, &report, N);
+    let embedded = embedded_aggregates(&fleet, &data);
+    assert_eq!(
+        first_difference(&report["aggregates"], &embedded, "aggregates"),
+        None,
+        "the restarted aggregator's aggregates equal the embedded run's"
+    );
+}
+
+/// Publishes raw bodies to the fleet's work exchange, as a foreign or broken producer would.
+fn publish_raw(prefix: &str, bodies: &[(&str, &[u8])]) {
+    use evalfleet_fleet::amqp::{declare_topology, testing};
+    use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
+    use lapin::BasicProperties;
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut cfg = testing::unique_config("poison");
+        cfg.prefix = prefix.to_owned();
+        let (conn, channel) = testing::raw_channel(&cfg).await.expect("a raw channel");
+        declare_topology(&channel, &cfg).await.expect("topology");
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .expect("confirms");
+        for (id, body) in bodies {
+            let confirm = channel
+                .basic_publish(
+                    cfg.exchange().into(),
+                    cfg.routing_key().into(),
+                    BasicPublishOptions {
+                        mandatory: true,
+                        ..BasicPublishOptions::default()
+                    },
+                    body,
+                    BasicProperties::default()
+                        .with_message_id((*id).into())
+                        .with_delivery_mode(2),
+                )
+                .await
+                .expect("publish")
+                .await
+                .expect("confirm");
+            assert!(confirm.is_ack(), "{id} confirmed: {confirm:?}");
+            assert!(confirm.take_message().is_none(), "{id} was routed");
+        }
+        let _ = conn.close(200, "done".into()).await;
+    });
+}
+
+#[test]
+fn poison_messages_go_to_the_dead_letter_queue_and_the_run_completes() {
+    let _broker = broker_shared();
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19661);
+    fleet.worker("w2", 19662);
+    fleet.aggregator("agg", 19670);
+    let (garbage, shapeless, orphan) = (
+        b"this is not json {{{".as_slice(),
+        br#"{"v":1,"hello":"world"}"#.as_slice(),
+        br#"{"v":1,"run_id":"no-such-run","index":0,"suite":"support-judge","example":{}}"#
+            .as_slice(),
+    );
+    publish_raw(
+        &fleet.prefix,
+        &[
+            ("poison-garbage", garbage),
+            ("poison-shapeless", shapeless),
+            ("poison-orphan", orphan),
+        ],
+    );
+
+    let run_id = format!("{}-poison", fleet.prefix);
+    let data = example("support-judge.jsonl");
+    let submitted = fleet.run(
+        &[
+            "submit",
+            data.to_str().expect("utf-8 path"),
+            "--run-id",
+            &run_id,
+            "--wait",
+        ],
+        Duration::from_secs(60),
+    );
+    submitted.assert_no_panic();
+    let report = fleet.wait_report(&run_id, Duration::from_secs(30));
+    fleet.assert_exactly(&run_id, &report, 120);
+
+    // Dead-lettering is asynchronous: look until all three are there.
+    let started = Instant::now();
+    let listing = loop {
+        let dlq = fleet.run(&["dlq", "list"], Duration::from_secs(60));
+        dlq.assert_code(0);
+        if dlq.stdout.contains("3 dead-lettered messages shown")
+            || started.elapsed() > Duration::from_secs(15)
+        {
+            break dlq.stdout;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(
+        listing.contains("3 dead-lettered messages shown"),
+        "{listing}"
+    );
+    for body in [garbage, shapeless, orphan] {
+        let text = String::from_utf8_lossy(body);
+        assert!(listing.contains(text.as_ref()), "{text} in\n{listing}");
+    }
+    assert!(
+        listing.contains("reason rejected"),
+        "rejected by the workers\n{listing}"
+    );
+
+    let status = fleet.run(&["status", &run_id], Duration::from_secs(60));
+    status.assert_code(0);
+    assert!(
+        status.stdout.contains("status Complete") && status.stdout.contains("progress 120/120"),
+        "{}",
+        status.stdout
+    );
+    assert!(
+        status
+            .stdout
+            .contains("dead-lettered messages of this run: 0"),
+        "{}",
+        status.stdout
+    );
+    for role in ["w1", "w2"] {
+        assert!(fleet.alive(role), "{role}\n{}", fleet.log(role));
+    }
+}
+
+#[test]
+fn two_aggregators_write_the_report_exactly_once() {
+    const N: u64 = 2000;
+    let _broker = broker_shared();
+    let mut fleet = Fleet::new("");
+    fleet.aggregator("agg1", 19690);
+    fleet.aggregator("agg2", 19691);
+    fleet.worker("w1", 19681);
+    fleet.worker("w2", 19682);
+    let data = fleet.generate("support-judge", N, 14);
+    let run_id = format!("{}-two", fleet.prefix);
+    submit(&fleet, &data, &run_id, &[]);
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(90));
+    fleet.assert_exactly(&run_id, &report, N);
+    // Both sweep for complete runs every second: give the other one time to (wrongly) finish
+    // the run a second time.
+    std::thread::sleep(Duration::from_secs(3));
+    let finished_by: Vec<&str> = ["agg1", "agg2"]
+        .into_iter()
+        .filter(|agg| {
+            fleet
+                .log(agg)
+                .lines()
+                .any(|l| l.contains("run complete") && l.contains(&run_id))
+        })
+        .collect();
+    let lines: usize = ["agg1", "agg2"]
+        .iter()
+        .map(|agg| {
+            fleet
+                .log(agg)
+                .lines()
+                .filter(|l| l.contains("run complete") && l.contains(&run_id))
+                .count()
+        })
+        .sum();
+    assert_eq!(
+        (finished_by.len(), lines),
+        (1, 1),
+        "exactly one aggregator finished the run, once: {finished_by:?}"
+    );
+    let embedded = embedded_aggregates(&fleet, &data);
+    assert_eq!(
+        first_difference(&report["aggregates"], &embedded, "aggregates"),
+        None
+    );
+}
