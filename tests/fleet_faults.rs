@@ -10,14 +10,13 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use common::fleet::{example, Fleet};
-use serde_json::Value;
+use common::fake::{FakeServer, LiveConfig, KEY_ENV};
+use common::fleet::{example, first_difference, Fleet, PrivateRedis};
+use evalfleet_fake_provider::FakeProviderArgs;
 
 /// Held exclusively by tests that take the shared broker away, shared by every other test.
 static BROKER: RwLock<()> = RwLock::new(());
@@ -30,13 +29,26 @@ fn broker_exclusive() -> RwLockWriteGuard<'static, ()> {
     BROKER.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn rabbitmqctl(args: &[&str]) -> bool {
-    Command::new("rabbitmqctl")
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
+/// Runs `rabbitmqctl ARGS`, retrying a few times (the CLI itself can time out on a busy
+/// machine); the last failure's output otherwise.
+fn rabbitmqctl(args: &[&str]) -> Result<(), String> {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match Command::new("rabbitmqctl").args(args).output() {
+            Ok(out) if out.status.success() => return Ok(()),
+            Ok(out) => {
+                last = format!(
+                    "rabbitmqctl {args:?}: {}\n{}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            }
+            Err(e) => last = format!("rabbitmqctl {args:?}: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    Err(last)
 }
 
 /// Starts the RabbitMQ application again when dropped — also when the test panics.
@@ -44,86 +56,44 @@ struct BrokerUp;
 
 impl Drop for BrokerUp {
     fn drop(&mut self) {
-        rabbitmqctl(&["start_app"]);
-        rabbitmqctl(&["await_startup"]);
-    }
-}
-
-/// The path and values of the first place two JSON documents differ.
-fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            keys.into_iter().find_map(|k| {
-                first_difference(
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                    &format!("{path}.{k}"),
-                )
-            })
+        if let Err(e) = rabbitmqctl(&["start_app"]).and(rabbitmqctl(&["await_startup"])) {
+            eprintln!("bringing RabbitMQ back failed: {e}");
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}[{i}]"))),
-        _ if a == b => None,
-        _ => Some(format!("{path}: fleet {a} vs embedded {b}")),
     }
-}
-
-/// The `aggregates` of an embedded `evalfleet run` of the same dataset.
-fn embedded_aggregates(fleet: &Fleet, data: &Path) -> Value {
-    let out = fleet.dir.path().join("embedded");
-    let run = fleet.run(
-        &[
-            "run",
-            data.to_str().expect("utf-8 path"),
-            "--suite",
-            "support-judge",
-            "--out",
-            out.to_str().expect("utf-8 path"),
-        ],
-        Duration::from_secs(60),
-    );
-    run.assert_no_panic();
-    common::read_json(&out.join("report.json"))["aggregates"].clone()
-}
-
-fn submit(fleet: &Fleet, data: &Path, run_id: &str, extra: &[&str]) {
-    let mut args = vec![
-        "submit",
-        data.to_str().expect("utf-8 path"),
-        "--run-id",
-        run_id,
-    ];
-    args.extend_from_slice(extra);
-    fleet.run(&args, Duration::from_secs(60)).assert_code(0);
 }
 
 #[test]
 fn restarting_rabbitmq_mid_run_loses_and_duplicates_nothing() {
-    const N: u64 = 6000;
+    const N: u64 = 2000;
     let _broker = broker_exclusive();
-    let mut fleet = Fleet::new("");
+    // Live judges answering in 20 ms and 8 examples at a time per worker: the run lasts
+    // several seconds whatever the machine's speed, so the restart lands mid-run.
+    let fake = FakeServer::start(FakeProviderArgs {
+        latency_ms: 20,
+        ..FakeProviderArgs::default()
+    });
+    let mut fleet = Fleet::new(&LiveConfig::default().yaml(fake.addr));
+    fleet.env.push((KEY_ENV.to_owned(), fake.key.clone()));
     // Dropped before the fleet, so the fleet's cleanup finds the broker up.
     let _up = BrokerUp;
-    fleet.worker("w1", 19601);
-    fleet.worker("w2", 19602);
+    for (name, addr) in [("w1", "127.0.0.1:19601"), ("w2", "127.0.0.1:19602")] {
+        fleet.spawn(name, &["worker", "--metrics-addr", addr, "-j", "8"]);
+    }
     fleet.aggregator("agg", 19610);
     let data = fleet.generate("support-judge", N, 11);
     let run_id = format!("{}-rmq", fleet.prefix);
-    submit(&fleet, &data, &run_id, &[]);
+    fleet.submit(&data, &run_id, &["--judge", "live"]);
 
     fleet.wait_done(&run_id, N / 10, Duration::from_secs(60));
-    assert!(rabbitmqctl(&["stop_app"]), "rabbitmqctl stop_app");
+    rabbitmqctl(&["stop_app"]).expect("stopping RabbitMQ");
     let at_stop = fleet.done(&run_id);
     assert!(at_stop < N, "the broker went away mid-run ({at_stop}/{N})");
     std::thread::sleep(Duration::from_secs(2));
-    assert!(rabbitmqctl(&["start_app"]), "rabbitmqctl start_app");
+    rabbitmqctl(&["start_app"]).expect("starting RabbitMQ");
 
     let report = fleet.wait_report(&run_id, Duration::from_secs(90));
     fleet.assert_exactly(&run_id, &report, N);
+    assert_eq!(report["totals"]["failed"], 0, "{}", report["failed"]);
     for role in ["w1", "w2", "agg"] {
         assert!(
             fleet.alive(role),
@@ -137,88 +107,6 @@ fn restarting_rabbitmq_mid_run_loses_and_duplicates_nothing() {
             "{worker} reconnected by itself\n{}",
             fleet.log(worker)
         );
-    }
-}
-
-/// A `redis-server` of the test's own, persisting every write to its append-only file.
-struct PrivateRedis {
-    port: u16,
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-}
-
-impl PrivateRedis {
-    fn start() -> PrivateRedis {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let mut redis = PrivateRedis {
-            port,
-            dir: tempfile::tempdir().expect("tempdir"),
-            child: None,
-        };
-        redis.spawn();
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let out = Command::new("redis-cli")
-            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
-            .args(args)
-            .output()
-            .expect("redis-cli");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    /// Starts the server (always the same command) and waits until it answers PING.
-    fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.dir.path().join("redis.log"))
-            .expect("redis log");
-        let child = Command::new("redis-server")
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
-            .args(["--appendonly", "yes", "--appendfsync", "always"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .args(["--save", ""])
-            .stdout(log)
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting redis-server");
-        self.child = Some(child);
-        let started = Instant::now();
-        while self.cli(&["ping"]) != "PONG" {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "redis-server on port {} did not come up",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// `SHUTDOWN` (flushing the append-only file), then waits for the process to end.
-    fn shutdown(&mut self) {
-        self.cli(&["shutdown"]);
-        if let Some(mut child) = self.child.take() {
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 
@@ -249,7 +137,7 @@ fn restarting_redis_mid_run_loses_and_duplicates_nothing() {
     );
     let data = fleet.generate("support-judge", N, 12);
     let run_id = format!("{}-redis", fleet.prefix);
-    submit(&fleet, &data, &run_id, &["--redis-url", &url]);
+    fleet.submit(&data, &run_id, &["--redis-url", &url]);
 
     fleet.wait_done(&run_id, N / 10, Duration::from_secs(60));
     redis.shutdown();
@@ -292,7 +180,7 @@ fn restarting_the_aggregator_mid_run_gives_the_embedded_aggregates() {
     fleet.aggregator("agg1", 19650);
     let data = fleet.generate("support-judge", N, 13);
     let run_id = format!("{}-agg", fleet.prefix);
-    submit(&fleet, &data, &run_id, &[]);
+    fleet.submit(&data, &run_id, &[]);
 
     fleet.wait_done(&run_id, N / 5, Duration::from_secs(60));
     fleet.signal("agg1", 9);
@@ -302,7 +190,7 @@ fn restarting_the_aggregator_mid_run_gives_the_embedded_aggregates() {
 
     let report = fleet.wait_report(&run_id, Duration::from_secs(90));
     fleet.assert_exactly(&run_id, &report, N);
-    let embedded = embedded_aggregates(&fleet, &data);
+    let embedded = fleet.embedded_aggregates(&data);
     assert_eq!(
         first_difference(&report["aggregates"], &embedded, "aggregates"),
         None,
@@ -447,23 +335,14 @@ fn two_aggregators_write_the_report_exactly_once() {
     fleet.worker("w2", 19682);
     let data = fleet.generate("support-judge", N, 14);
     let run_id = format!("{}-two", fleet.prefix);
-    submit(&fleet, &data, &run_id, &[]);
+    fleet.submit(&data, &run_id, &[]);
 
     let report = fleet.wait_report(&run_id, Duration::from_secs(90));
     fleet.assert_exactly(&run_id, &report, N);
     // Both sweep for complete runs every second: give the other one time to (wrongly) finish
     // the run a second time.
     std::thread::sleep(Duration::from_secs(3));
-    let finished_by: Vec<&str> = ["agg1", "agg2"]
-        .into_iter()
-        .filter(|agg| {
-            fleet
-                .log(agg)
-                .lines()
-                .any(|l| l.contains("run complete") && l.contains(&run_id))
-        })
-        .collect();
-    let lines: usize = ["agg1", "agg2"]
+    let finished: Vec<usize> = ["agg1", "agg2"]
         .iter()
         .map(|agg| {
             fleet
@@ -472,13 +351,18 @@ fn two_aggregators_write_the_report_exactly_once() {
                 .filter(|l| l.contains("run complete") && l.contains(&run_id))
                 .count()
         })
-        .sum();
+        .collect();
+    let mut sorted = finished.clone();
+    sorted.sort_unstable();
     assert_eq!(
-        (finished_by.len(), lines),
-        (1, 1),
-        "exactly one aggregator finished the run, once: {finished_by:?}"
+        sorted,
+        [0, 1],
+        "exactly one aggregator finished the run, once (agg1, agg2): {finished:?}"
     );
-    let embedded = embedded_aggregates(&fleet, &data);
+    for agg in ["agg1", "agg2"] {
+        assert!(fleet.alive(agg), "{agg} is still up\n{}", fleet.log(agg));
+    }
+    let embedded = fleet.embedded_aggregates(&data);
     assert_eq!(
         first_difference(&report["aggregates"], &embedded, "aggregates"),
         None

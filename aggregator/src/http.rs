@@ -1,5 +1,5 @@
-//! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`, `/healthz`,
-//! `/readyz`. Everything is read from Redis (and the report from the reports directory), so any
+//! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`, `/metrics`,
+//! `/healthz`, `/readyz`. Everything is read from Redis (and the report from the reports directory), so any
 //! aggregator answers for any run, and a restarted one answers at once.
 
 use std::net::SocketAddr;
@@ -20,6 +20,7 @@ pub fn router(aggregator: Arc<Aggregator>) -> Router {
         .route("/runs", get(runs))
         .route("/runs/{id}", get(run))
         .route("/runs/{id}/report", get(report))
+        .route("/metrics", get(prometheus_text))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
         .with_state(aggregator)
@@ -106,6 +107,24 @@ async fn report(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Res
         )
             .into_response(),
     }
+}
+
+async fn prometheus_text() -> Response {
+    let mut out = Vec::new();
+    let families = crate::metrics::metrics().registry.gather();
+    if let Err(e) =
+        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &families, &mut out)
+    {
+        return unavailable(e);
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        out,
+    )
+        .into_response()
 }
 
 async fn ready(State(a): State<Arc<Aggregator>>) -> Response {

@@ -3,6 +3,7 @@
 //! items. It never holds more than one item, so its memory is O(groups) for a run of any size.
 
 pub mod http;
+pub mod metrics;
 pub mod service;
 
 use std::path::{Path, PathBuf};

@@ -6,7 +6,8 @@
 //! claimed after a while; a run's report is written by whoever takes the run's report lock; and
 //! the aggregates used for the report are the incremental ones only when this aggregator folded
 //! every stored result exactly once — otherwise (after a restart, or with several aggregators
-//! sharing the stream) they are rebuilt from Redis in one streaming pass.
+//! sharing the stream) they are rebuilt from Redis in one streaming pass. A failing step (Redis
+//! restarting, a report that cannot be written yet) is logged and retried, never fatal.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -14,12 +15,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use evalfleet_fleet::amqp::AmqpQueue;
 use evalfleet_fleet::redis::{EventStream, RedisError, RedisStore, RunItems, RunMeta, RunStatus};
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::report::{self, ItemSource, ReportInput, RunInfo};
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
+
+use crate::metrics::metrics;
 
 /// The consumer group every aggregator joins.
 pub const GROUP: &str = "aggregators";
@@ -76,6 +80,8 @@ pub struct Aggregator {
     store: RedisStore,
     opts: AggregatorOptions,
     tracked: Mutex<HashMap<String, Tracked>>,
+    /// For queue-depth metrics; the aggregator works without it.
+    queue: Option<AmqpQueue>,
 }
 
 impl Aggregator {
@@ -84,7 +90,14 @@ impl Aggregator {
             store,
             opts,
             tracked: Mutex::new(HashMap::new()),
+            queue: None,
         }
+    }
+
+    /// Reports the work and dead-letter queue depths as metrics.
+    pub fn with_queue(mut self, queue: AmqpQueue) -> Self {
+        self.queue = Some(queue);
+        self
     }
 
     pub fn store(&self) -> &RedisStore {
@@ -105,28 +118,33 @@ impl Aggregator {
                 _ = &mut shutdown => return Ok(()),
                 read = events.read(512, Duration::from_millis(500)) => read,
             };
-            match batch {
-                Ok(batch) => self.fold_and_ack(&mut events, batch).await?,
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the events stream failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
+            let folded = match batch {
+                Ok(batch) => self.fold_and_ack(&mut events, batch).await,
+                Err(e) => Err(e.into()),
+            };
+            if !carry_on("following the events stream", folded).await {
+                continue;
             }
             if last_claim.elapsed() >= self.opts.claim_after / 2 {
                 last_claim = Instant::now();
-                let claimed = events.claim_stale(self.opts.claim_after, 512).await?;
-                if !claimed.is_empty() {
-                    tracing::info!(
-                        entries = claimed.len(),
-                        "took over events left by another aggregator"
-                    );
-                }
-                self.fold_and_ack(&mut events, claimed).await?;
+                let claimed = async {
+                    let claimed = events.claim_stale(self.opts.claim_after, 512).await?;
+                    if !claimed.is_empty() {
+                        tracing::info!(
+                            entries = claimed.len(),
+                            "took over events left by another aggregator"
+                        );
+                    }
+                    self.fold_and_ack(&mut events, claimed).await
+                };
+                carry_on("claiming stale events", claimed.await).await;
             }
             if last_sweep.elapsed() >= Duration::from_secs(1) {
                 last_sweep = Instant::now();
-                self.finish_complete_runs().await?;
+                if let Some(queue) = &self.queue {
+                    self.publish_queue_metrics(queue).await;
+                }
+                carry_on("finishing complete runs", self.finish_complete_runs().await).await;
             }
         }
     }
@@ -176,13 +194,72 @@ impl Aggregator {
         }
     }
 
+    /// Run-level gauges of an active run, and the mean judge scores its results show so far.
+    fn publish_run_metrics(&self, meta: &RunMeta, counts: evalfleet_shared::store::Counts) {
+        let m = metrics();
+        let run = meta.id.as_str();
+        for (outcome, n) in [
+            ("ok", counts.ok),
+            ("failed", counts.failed),
+            ("skipped", counts.skipped),
+        ] {
+            m.run_examples
+                .with_label_values(&[run, outcome])
+                .set(n as i64);
+        }
+        if let Some(total) = meta.total.filter(|t| *t > 0) {
+            m.run_total.with_label_values(&[run]).set(total as i64);
+            m.run_progress
+                .with_label_values(&[run])
+                .set(counts.done() as f64 / total as f64);
+        }
+        let Ok(tracked) = self.tracked.lock() else {
+            return;
+        };
+        let Some(t) = tracked.get(run) else { return };
+        if let Some(rate) = t.agg.all.pass_rate() {
+            m.run_pass.with_label_values(&[run]).set(rate);
+        }
+        let suite = t.spec.suite.name.as_str();
+        for (grouping, groups) in t.agg.grouped() {
+            if grouping.keys != ["model", "prompt_version"] {
+                continue;
+            }
+            for (key, g) in groups {
+                for (slot, dim) in t.agg.dimensions().iter().enumerate() {
+                    if let Some(mean) = g.scores[slot].mean() {
+                        m.score_mean
+                            .with_label_values(&[suite, dim, &key[0], &key[1]])
+                            .set(mean);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Ready messages of the work and dead-letter queues (AMQP passive declare).
+    pub async fn publish_queue_metrics(&self, queue: &AmqpQueue) {
+        match queue.depths().await {
+            Ok(d) => {
+                let m = metrics();
+                let prefix = &queue.config().prefix;
+                m.queue_messages
+                    .with_label_values(&[&format!("{prefix}.examples"), "ready"])
+                    .set(i64::from(d.examples));
+                m.queue_messages
+                    .with_label_values(&[&format!("{prefix}.dead"), "ready"])
+                    .set(i64::from(d.dead));
+            }
+            Err(e) => tracing::debug!(error = %e, "queue depths unavailable"),
+        }
+    }
+
     /// Finishes every running run whose results are all stored.
     pub async fn finish_complete_runs(&self) -> Result<(), AggregatorError> {
         for meta in self.store.runs(1000).await? {
             if meta.status != RunStatus::Running {
                 continue;
             }
-            let Some(total) = meta.total else { continue };
             let counts =
                 self.store
                     .counts(&meta.id)
@@ -191,6 +268,8 @@ impl Aggregator {
                         run: meta.id.clone(),
                         message: e.to_string(),
                     })?;
+            self.publish_run_metrics(&meta, counts);
+            let Some(total) = meta.total else { continue };
             if counts.done() < total
                 || !self
                     .store
@@ -199,17 +278,21 @@ impl Aggregator {
             {
                 continue;
             }
-            // Another aggregator may have finished the run between our look and our lock.
-            let still_running = self
-                .store
-                .run(&meta.id)
-                .await?
-                .is_some_and(|m| m.status == RunStatus::Running);
-            let finished = if still_running {
-                self.finish(meta.clone(), total, counts.done()).await
-            } else {
-                Ok(())
+            let finished = async {
+                // Another aggregator may have finished the run between our look and our lock.
+                let still_running = self
+                    .store
+                    .run(&meta.id)
+                    .await?
+                    .is_some_and(|m| m.status == RunStatus::Running);
+                if still_running {
+                    self.finish(meta.clone(), total, counts.done()).await
+                } else {
+                    Ok(())
+                }
             };
+            // Released whatever happened, so a failed attempt is retried by the next sweep.
+            let finished = finished.await;
             self.store
                 .release_report_lock(&meta.id, &self.opts.consumer)
                 .await?;
@@ -287,7 +370,25 @@ impl Aggregator {
         self.store
             .finish_run(&run, gates_passed, &summary, &dir.display().to_string())
             .await?;
+        let m = metrics();
+        m.reports_written.inc();
+        m.forget_run(&run);
         tracing::info!(run = %run, gates_passed, dir = %dir.display(), "run complete: reports written");
         Ok(())
+    }
+}
+
+/// Whether a step of the service loop succeeded. A failure is logged, and the loop goes on after
+/// a pause: Redis going away (a restart) or a report that cannot be written yet must not stop
+/// the aggregator. Nothing is lost meanwhile: entries not acked stay pending and are claimed
+/// again, and a run not finished now is finished by a later sweep.
+async fn carry_on(step: &str, result: Result<(), AggregatorError>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "{step} failed; retrying");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            false
+        }
     }
 }

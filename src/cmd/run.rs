@@ -48,6 +48,9 @@ pub struct RunArgs {
     /// Run id (default: generated from the time).
     #[arg(long)]
     pub run_id: Option<String>,
+    /// Serve the worker metrics at http://ADDR/metrics while the run lasts.
+    #[arg(long)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
@@ -107,12 +110,16 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         let evaluated = Arc::new(AtomicU64::new(0));
         let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
 
+        let stats = Arc::new(WorkerStats::default());
+        if let Some(addr) = args.metrics_addr {
+            tokio::spawn(evalfleet_worker::http::serve(addr, stats.clone()));
+        }
         let mut workers = tokio::spawn(run_workers(
             queue.clone(),
             store.clone(),
             pipeline,
             concurrency,
-            Arc::new(WorkerStats::default()),
+            stats,
         ));
         let agg_suite = suite.clone();
         let agg_seen = evaluated.clone();

@@ -204,6 +204,36 @@ impl Fleet {
         assert_eq!(ok + failed + skipped, n, "Redis counts");
     }
 
+    /// `submit DATASET --run-id RUN EXTRA...`, which must succeed (it does not wait).
+    pub fn submit(&self, data: &Path, run_id: &str, extra: &[&str]) {
+        let mut args = vec![
+            "submit",
+            data.to_str().expect("utf-8 path"),
+            "--run-id",
+            run_id,
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args, Duration::from_secs(60)).assert_code(0);
+    }
+
+    /// The `aggregates` of an embedded `evalfleet run` of the same support-judge dataset.
+    pub fn embedded_aggregates(&self, data: &Path) -> Value {
+        let out = self.dir.path().join("embedded");
+        let run = self.run(
+            &[
+                "run",
+                data.to_str().expect("utf-8 path"),
+                "--suite",
+                "support-judge",
+                "--out",
+                out.to_str().expect("utf-8 path"),
+            ],
+            Duration::from_secs(60),
+        );
+        run.assert_no_panic();
+        super::read_json(&out.join("report.json"))["aggregates"].clone()
+    }
+
     pub fn log(&self, name: &str) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
     }
@@ -248,8 +278,11 @@ impl Drop for Fleet {
             let _ = child.wait();
         }
         let keys = self.redis(&["--scan", "--pattern", &format!("{}:*", self.prefix)]);
-        for key in keys.lines().filter(|k| !k.is_empty()) {
-            self.redis(&["del", key]);
+        let keys: Vec<&str> = keys.lines().filter(|k| !k.is_empty()).collect();
+        for chunk in keys.chunks(500) {
+            let mut args = vec!["del"];
+            args.extend_from_slice(chunk);
+            self.redis(&args);
         }
         // Exchanges and queues both: the adapter's own clean-up deletes the whole topology.
         let cfg = evalfleet_fleet::amqp::AmqpConfig {
@@ -272,4 +305,111 @@ pub fn example(name: &str) -> PathBuf {
 
 pub fn is_file(p: &Path) -> bool {
     p.is_file()
+}
+
+/// The path and values of the first place two JSON documents differ.
+pub fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                first_difference(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}.{k}"),
+                )
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        _ => Some(format!("{path}: fleet {a} vs embedded {b}")),
+    }
+}
+
+/// A `redis-server` of the test's own on a free port, persisting every write to its
+/// append-only file in a temporary directory, so a test can restart it without losing data —
+/// and without touching the Redis other tests share. Killed when dropped.
+pub struct PrivateRedis {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl PrivateRedis {
+    pub fn start() -> PrivateRedis {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut redis = PrivateRedis {
+            port,
+            dir: tempfile::tempdir().expect("tempdir"),
+            child: None,
+        };
+        redis.spawn();
+        redis
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Starts the server (always the same command) and waits until it answers PING.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("redis.log"))
+            .expect("redis log");
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(["--save", ""])
+            .stdout(log)
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting redis-server");
+        self.child = Some(child);
+        let started = Instant::now();
+        while self.cli(&["ping"]) != "PONG" {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "redis-server on port {} did not come up",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `SHUTDOWN` (flushing the append-only file), then waits for the process to end.
+    pub fn shutdown(&mut self) {
+        self.cli(&["shutdown"]);
+        if let Some(mut child) = self.child.take() {
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }

@@ -1,5 +1,5 @@
-//! The worker's HTTP endpoints: `/healthz` (the process is alive) and `/readyz` (it has
-//! processed or is ready to process messages), for Kubernetes probes.
+//! The worker's HTTP endpoints: `/metrics` (Prometheus), `/healthz` (the process is alive),
+//! `/readyz` (ready to take messages) for Kubernetes probes, and `/stats` (counters as JSON).
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -14,10 +14,24 @@ use crate::WorkerStats;
 
 pub fn router(stats: Arc<WorkerStats>) -> Router {
     Router::new()
+        .route("/metrics", get(prometheus_text))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(|| async { "ready" }))
         .route("/stats", get(stats_json))
         .with_state(stats)
+}
+
+/// The worker's metrics in the Prometheus text format.
+async fn prometheus_text() -> impl axum::response::IntoResponse {
+    let m = crate::metrics::metrics();
+    let body = crate::metrics::WorkerMetrics::render(&[&m.registry]);
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
 }
 
 async fn stats_json(State(s): State<Arc<WorkerStats>>) -> Json<serde_json::Value> {

@@ -5,6 +5,7 @@
 
 pub mod http;
 pub mod judge;
+pub mod metrics;
 mod process;
 pub mod service;
 

@@ -12,6 +12,7 @@ use evalfleet_shared::routing::ProviderRules;
 use evalfleet_shared::suite::Suite;
 
 use crate::judge::Judge;
+use crate::metrics::metrics;
 
 /// Everything a worker needs to evaluate examples of one run.
 pub struct Pipeline {
@@ -36,7 +37,24 @@ impl Pipeline {
 /// Evaluates one example message into its result record. An example that does not validate
 /// here (the producer validated it, but a message may come from elsewhere) is `skipped`.
 pub async fn process(evaluator: &mut Evaluator, judge: &Judge, msg: &Message) -> ResultRecord {
+    let m = metrics();
+    m.inflight.inc();
     let started = Instant::now();
+    let record = evaluate(evaluator, judge, msg, started).await;
+    m.inflight.dec();
+    m.examples_processed
+        .with_label_values(&[&record.suite, record.outcome.as_str()])
+        .inc();
+    m.example_duration.observe(started.elapsed().as_secs_f64());
+    record
+}
+
+async fn evaluate(
+    evaluator: &mut Evaluator,
+    judge: &Judge,
+    msg: &Message,
+    started: Instant,
+) -> ResultRecord {
     let example = match evaluator.parse(&msg.example) {
         Ok(example) => example,
         Err(reason) => {

@@ -26,6 +26,7 @@ use evalfleet_shared::store::{PutOutcome, ResultStore};
 use tokio::sync::watch;
 
 use crate::judge::{Judge, LiveJudge};
+use crate::metrics::metrics;
 use crate::{process, Pipeline, WorkerError, WorkerStats};
 
 /// How long a run's cancelled/not-cancelled state is trusted before it is read again.
@@ -139,6 +140,7 @@ where
             };
             if delivery.redelivered() {
                 self.stats.redelivered.fetch_add(1, Ordering::Relaxed);
+                metrics().redelivered.inc();
             }
             let handling = self.handle(&delivery).await;
             // Settling fails when the channel died under the delivery (a broker restart): the
@@ -146,7 +148,10 @@ where
             let settled = match &handling {
                 Ok(Handling::Ack) => delivery.ack().await,
                 Ok(Handling::Requeue) | Err(_) => delivery.requeue().await,
-                Ok(Handling::Reject) => delivery.reject().await,
+                Ok(Handling::Reject) => {
+                    metrics().dead_lettered.inc();
+                    delivery.reject().await
+                }
             };
             if let Err(e) = settled {
                 tracing::warn!(error = %e, "could not settle a delivery; the broker will redeliver it");

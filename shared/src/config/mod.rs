@@ -102,12 +102,13 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KEYS: [&str; 5] = [
+const KEYS: [&str; 6] = [
     "suites_dir",
     "model_prefixes",
     "concurrency",
     "reports_dir",
     "judges",
+    "fleet",
 ];
 
 impl Config {
@@ -130,7 +131,16 @@ impl Config {
                 yaml.unwrap_or(serde_json::Value::Object(Default::default()))
             }
         };
-        Self::from_layers(file, Env::prefixed("EVALFLEET_").split("__").only(&KEYS))
+        // Only variables whose first segment is a config key are config (EVALFLEET_CONFIG,
+        // EVALFLEET_AMQP_URL, ... are flags). The filter runs on the raw name: after `split`
+        // a nested key like `judges.providers.openai.base_url` would no longer match "judges".
+        let env = Env::prefixed("EVALFLEET_")
+            .filter(|k| {
+                let head = k.as_str().split("__").next().unwrap_or("");
+                KEYS.iter().any(|key| head.eq_ignore_ascii_case(key))
+            })
+            .split("__");
+        Self::from_layers(file, env)
     }
 
     fn from_layers(file: serde_json::Value, env: Env) -> Result<Config, ConfigError> {

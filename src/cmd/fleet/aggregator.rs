@@ -36,7 +36,12 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
             consumer,
             claim_after: Duration::from_secs(30),
         };
-        let aggregator = Arc::new(Aggregator::new(store, opts));
+        let mut aggregator = Aggregator::new(store, opts);
+        match args.endpoints.connect_amqp(&config, 1).await {
+            Ok(queue) => aggregator = aggregator.with_queue(queue),
+            Err(e) => tracing::warn!(error = %e, "no queue-depth metrics: RabbitMQ is unreachable"),
+        }
+        let aggregator = Arc::new(aggregator);
         tokio::spawn(evalfleet_aggregator::http::serve(
             args.http_addr,
             aggregator.clone(),

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use evalfleet_shared::config::{JudgeConfig, ProviderConfig};
@@ -26,6 +26,7 @@ use super::prompt::{self, Prompt};
 use super::provider::{CallError, ChatRequest, Completion, ProviderClient};
 use super::reply::parse_verdict;
 use super::{JudgeFailure, JudgeOutcome};
+use crate::metrics::metrics;
 
 /// One judge provider as the run uses it: its client, its model and its admission control.
 pub struct ProviderRuntime {
@@ -253,14 +254,21 @@ impl LiveJudge {
             .with_min_delay(Duration::from_millis(retry.base_delay_ms))
             .with_max_delay(Duration::from_millis(retry.max_delay_ms))
             .with_max_times(retry.max_attempts.saturating_sub(1) as usize);
+        let m = metrics();
         let attempt = || async {
+            let waiting = Instant::now();
             let _slot = rt.adaptive.acquire().await;
             rt.quotas.admit(estimate).await;
             if let Some(shared) = &self.shared {
                 shared.acquire(&rt.name, estimate).await;
             }
+            m.rate_limit_wait
+                .with_label_values(&[&rt.name])
+                .inc_by(waiting.elapsed().as_secs_f64());
             tally.attempts.fetch_add(1, Ordering::Relaxed);
+            let sent = Instant::now();
             let result = rt.client.complete(&request).await;
+            m.judge_request(&rt.name, &rt.model, &status_label(&result), sent.elapsed());
             self.observe(rt, &result, tally);
             result
         };
@@ -270,7 +278,10 @@ impl LiveJudge {
             // Full jitter (a uniform wait up to the backoff step), but never sooner than the
             // provider asked.
             .adjust(|e: &CallError, step: Option<Duration>| step.map(|d| d.mul_f64(rand::random::<f64>()).max(e.retry_after().unwrap_or_default())))
-            .notify(|e: &CallError, wait: Duration| tracing::debug!(provider = %rt.name, error = %e.reason(), ?wait, "judge call failed; retrying"))
+            .notify(|e: &CallError, wait: Duration| {
+                m.judge_retries.with_label_values(&[&rt.name, &retry_reason(e)]).inc();
+                tracing::debug!(provider = %rt.name, error = %e.reason(), ?wait, "judge call failed; retrying")
+            })
             .await;
         match result {
             Ok(completion) => {
@@ -280,6 +291,15 @@ impl LiveJudge {
                     completion.usage.output,
                 );
                 self.accounting.charge(cost);
+                m.judge_tokens
+                    .with_label_values(&[&rt.name, &rt.model, "input"])
+                    .inc_by(completion.usage.input);
+                m.judge_tokens
+                    .with_label_values(&[&rt.name, &rt.model, "output"])
+                    .inc_by(completion.usage.output);
+                m.judge_cost
+                    .with_label_values(&[&rt.name, &rt.model])
+                    .inc_by(cost);
                 if let Ok(mut u) = tally.usage.lock() {
                     u.add(&Usage {
                         input_tokens: completion.usage.input,
@@ -347,6 +367,28 @@ impl LiveJudge {
             }
             Err(_) => {}
         }
+    }
+}
+
+/// The `status` label of a judge request: the HTTP status, or `timeout` / `error`.
+fn status_label(result: &Result<Completion, CallError>) -> String {
+    match result {
+        Ok(c) => c.status.to_string(),
+        Err(CallError::Timeout(_)) => "timeout".into(),
+        Err(e) => e.status().map_or_else(|| "error".into(), |s| s.to_string()),
+    }
+}
+
+/// The `reason` label of a retry: a bounded set.
+fn retry_reason(e: &CallError) -> String {
+    match e {
+        CallError::RateLimited { .. } => "rate_limited".into(),
+        CallError::Overloaded { .. } => "overloaded".into(),
+        CallError::Server { status, .. } => format!("http_{status}"),
+        CallError::Timeout(_) => "timeout".into(),
+        CallError::Connect(_) => "connect".into(),
+        CallError::Malformed { .. } => "malformed".into(),
+        _ => "other".into(),
     }
 }
 

@@ -1,0 +1,180 @@
+//! Provider faults in fleet mode: live judges in `worker` processes against the project's fake
+//! OpenAI + Anthropic server (in-process, ephemeral port), on the real RabbitMQ and Redis.
+//! A provider answering 429 to everything for a while costs time, never an example; and three
+//! workers sharing the fleet-wide rate limit (the GCRA in Redis) stay under it together.
+//! Each run ends with exactly N results, none twice. Infrastructure faults are in
+//! `fleet_faults.rs`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::fake::{
+    examples, other, provider_of, provider_status, status_count, total, write_dataset, FakeServer,
+    LiveConfig, KEY_ENV,
+};
+use common::fleet::Fleet;
+use evalfleet_fake_provider::{FakeProviderArgs, RateLimitMode};
+use serde_json::json;
+
+const MODELS: [&str; 2] = ["gpt-4o", "claude-3-5-haiku-20241022"];
+const DIMS: [&str; 2] = ["relevance", "tone"];
+
+/// A fleet whose judges point at `fake` (its key in every role's environment).
+fn live_fleet(fake: &FakeServer, fleet_yaml: &str, cfg: &LiveConfig) -> Fleet {
+    let mut fleet = Fleet::new(&format!("{fleet_yaml}{}", cfg.yaml(fake.addr)));
+    fleet.env.push((KEY_ENV.to_owned(), fake.key.clone()));
+    fleet
+}
+
+/// Publishes `n` support-judge examples for the live judges as run `run_id`.
+fn submit_live(fleet: &Fleet, n: usize, run_id: &str) {
+    let data = write_dataset(fleet.dir.path(), &examples(n, &MODELS));
+    fleet
+        .run(
+            &[
+                "submit",
+                data.to_str().expect("utf-8 path"),
+                "--judge",
+                "live",
+                "--run-id",
+                run_id,
+            ],
+            Duration::from_secs(60),
+        )
+        .assert_code(0);
+}
+
+/// Every example ok, every dimension scored in 1..=5 by the other provider's judge.
+fn assert_all_scored(report: &serde_json::Value, n: u64) {
+    let t = &report["totals"];
+    assert_eq!(
+        (&t["ok"], &t["failed"], &t["unscored"]),
+        (&json!(n), &json!(0), &json!(0)),
+        "totals: {t}\nfailed: {}",
+        report["failed"]
+    );
+    for r in common::items(report) {
+        let judge = other(provider_of(r["model"].as_str().expect("model")));
+        for dim in DIMS {
+            let score = r[dim]["score"].as_i64().unwrap_or(0);
+            assert!((1..=5).contains(&score), "{} {dim}: {}", r["id"], r[dim]);
+            assert_eq!(r[dim]["judge"]["provider"], judge, "{}", r[dim]);
+        }
+    }
+}
+
+#[test]
+fn a_provider_answering_429_for_a_while_costs_time_not_examples() {
+    const N: u64 = 1500;
+    let fake = FakeServer::start(FakeProviderArgs {
+        latency_ms: 20,
+        ..FakeProviderArgs::default()
+    });
+    let cfg = LiveConfig {
+        base_delay_ms: 10,
+        max_delay_ms: 200,
+        ..LiveConfig::default()
+    };
+    let mut fleet = live_fleet(&fake, "", &cfg);
+    fleet.worker("w1", 19701);
+    fleet.worker("w2", 19702);
+    fleet.aggregator("agg", 19710);
+    let run_id = format!("{}-429", fleet.prefix);
+    submit_live(&fleet, N as usize, &run_id);
+
+    fleet.wait_done(&run_id, N / 5, Duration::from_secs(60));
+    fake.admin(json!({"fault_429": 1.0}));
+    std::thread::sleep(Duration::from_secs(2));
+    fake.admin(json!({"fault_429": 0.0}));
+    let after_storm = fleet.done(&run_id);
+    assert!(
+        after_storm < N,
+        "the storm came mid-run ({after_storm}/{N})"
+    );
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(90));
+    fleet.assert_exactly(&run_id, &report, N);
+    assert_all_scored(&report, N);
+    let stats = fake.stats();
+    assert!(
+        status_count(&stats, 429) > 0,
+        "the fake answered 429s: {stats}"
+    );
+    assert_eq!(
+        status_count(&stats, 200),
+        N * DIMS.len() as u64,
+        "one accepted call per judged dimension: {stats}"
+    );
+}
+
+/// How much later than its grant in Redis a request may reach the fake (scheduling, sockets):
+/// two arrivals can be this much closer together than their grants were.
+const ARRIVAL_JITTER_MS: u64 = 50;
+
+/// The most accepted requests in any window of the timeline (unix ms, ascending) beyond what a
+/// GCRA of `burst` plus `per_s` per second allows, and where. Windows are widened by
+/// [`ARRIVAL_JITTER_MS`]: three workers without a shared limit exceed it by a dozen and more.
+fn worst_excess(times: &[u64], burst: f64, per_s: f64) -> (f64, String) {
+    let mut worst = (f64::NEG_INFINITY, String::new());
+    for i in 0..times.len() {
+        for j in i..times.len() {
+            let window_s = (times[j] - times[i] + ARRIVAL_JITTER_MS) as f64 / 1000.0;
+            let count = (j - i + 1) as f64;
+            let excess = count - (burst + per_s * window_s);
+            if excess > worst.0 {
+                worst = (
+                    excess,
+                    format!("{count} accepted in {window_s:.3} s from {}", times[i]),
+                );
+            }
+        }
+    }
+    worst
+}
+
+#[test]
+fn three_workers_sharing_a_fleet_limit_never_exceed_it_together() {
+    const N: u64 = 75;
+    const RPM: u32 = 600;
+    let fake = FakeServer::start(FakeProviderArgs {
+        rpm_openai: RPM,
+        rpm_anthropic: RPM,
+        rate_limit_mode: RateLimitMode::SlidingWindow,
+        ..FakeProviderArgs::default()
+    });
+    let cfg = LiveConfig {
+        rpm: RPM,
+        ..LiveConfig::default()
+    };
+    let mut fleet = live_fleet(&fake, "  fleet_rate_limits: true\n", &cfg);
+    for (name, port) in [("w1", 19721), ("w2", 19722), ("w3", 19723)] {
+        fleet.worker(name, port);
+    }
+    fleet.aggregator("agg", 19730);
+    let run_id = format!("{}-limit", fleet.prefix);
+    submit_live(&fleet, N as usize, &run_id);
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(60));
+    fleet.assert_exactly(&run_id, &report, N);
+    assert_all_scored(&report, N);
+    let stats = fake.stats();
+    assert_eq!(status_count(&stats, 429), 0, "no 429 at all: {stats}");
+    assert_eq!(total(&stats), N * DIMS.len() as u64, "{stats}");
+
+    // The fleet's quota per provider: a burst of one second's worth, then RPM/60 per second.
+    let (burst, per_s) = (f64::from(RPM / 60), f64::from(RPM) / 60.0);
+    for provider in ["openai", "anthropic"] {
+        let times = fake.timeline(provider);
+        assert_eq!(
+            times.len() as u64,
+            provider_status(&stats, provider, 200),
+            "{provider}"
+        );
+        let (excess, at) = worst_excess(&times, burst, per_s);
+        assert!(
+            excess <= 0.0,
+            "{provider}: {at}, {excess:.2} over burst {burst} + {per_s}/s × window\n{times:?}"
+        );
+    }
+}
