@@ -25,6 +25,10 @@ use evalfleet_shared::store::ResultStore;
 
 use crate::metrics::metrics;
 
+/// How often running runs are checked for completion: it bounds the delay between a run's last
+/// result and its report.
+const SWEEP_EVERY: Duration = Duration::from_millis(250);
+
 /// The consumer group every aggregator joins.
 pub const GROUP: &str = "aggregators";
 
@@ -116,7 +120,7 @@ impl Aggregator {
         loop {
             let batch = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
-                read = events.read(512, Duration::from_millis(500)) => read,
+                read = events.read(512, SWEEP_EVERY) => read,
             };
             let folded = match batch {
                 Ok(batch) => self.fold_and_ack(&mut events, batch).await,
@@ -139,7 +143,7 @@ impl Aggregator {
                 };
                 carry_on("claiming stale events", claimed.await).await;
             }
-            if last_sweep.elapsed() >= Duration::from_secs(1) {
+            if last_sweep.elapsed() >= SWEEP_EVERY {
                 last_sweep = Instant::now();
                 if let Some(queue) = &self.queue {
                     self.publish_queue_metrics(queue).await;

@@ -145,7 +145,7 @@ pub async fn wait_for_report(store: &RedisStore, run_id: &str) -> anyhow::Result
                 bar.finish_and_clear();
                 anyhow::bail!("run '{run_id}' was cancelled");
             }
-            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
 }
