@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::fleet::{example, Fleet};
+use common::fleet::{example, first_difference, Fleet};
 use serde_json::Value;
 
 /// `report.json` without what legitimately differs between two runs: timings.
@@ -22,29 +22,6 @@ fn comparable(mut report: Value) -> Value {
         }
     }
     report
-}
-
-/// The path and values of the first place two JSON documents differ.
-fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
-            keys.into_iter().find_map(|k| {
-                first_difference(
-                    x.get(k).unwrap_or(&Value::Null),
-                    y.get(k).unwrap_or(&Value::Null),
-                    &format!("{path}.{k}"),
-                )
-            })
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (x, y))| first_difference(x, y, &format!("{path}[{i}]"))),
-        _ if a == b => None,
-        _ => Some(format!("{path}: fleet {a} vs embedded {b}")),
-    }
 }
 
 #[test]
