@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use evalfleet_shared::judge_cache::JudgeCache;
+use evalfleet_shared::judge_cache::{JudgeCache, NoCache};
 use evalfleet_shared::queue::{Delivery, WorkQueue};
 use evalfleet_shared::runs::{RunDirectory, RunState};
 use evalfleet_shared::shared_limit::SharedLimiter;
@@ -261,8 +261,13 @@ where
                 if let Some(live) = judges.get(&key) {
                     return Ok(Judge::Live(live.clone()));
                 }
-                let mut live = LiveJudge::new(&spec.judges, self.cache.clone())
-                    .map_err(WorkerError::Stopped)?;
+                // The run's spec decides whether its verdicts may come from the shared cache.
+                let cache: Arc<dyn JudgeCache> = if spec.judges.cache {
+                    self.cache.clone()
+                } else {
+                    Arc::new(NoCache)
+                };
+                let mut live = LiveJudge::new(&spec.judges, cache).map_err(WorkerError::Stopped)?;
                 if let Some(limiter) = &self.limiter {
                     live = live.with_shared_limiter(limiter.clone());
                 }
