@@ -94,6 +94,30 @@ fn fleet_report_equals_embedded_report() {
             "{file} written by the aggregator"
         );
     }
+    // The aggregator's HTTP API answers for the run.
+    let get = |path: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-sf", &format!("http://127.0.0.1:19510{path}")])
+            .output()
+            .expect("curl");
+        assert!(out.status.success(), "GET {path} failed");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let run_json: Value = serde_json::from_str(&get(&format!("/runs/{run_id}"))).expect("run JSON");
+    assert_eq!(run_json["done"], 120);
+    assert_eq!(run_json["progress"], 1.0);
+    let served: Value =
+        serde_json::from_str(&get(&format!("/runs/{run_id}/report"))).expect("report JSON");
+    assert_eq!(served["totals"], fleet_report["totals"]);
+    let metrics = get("/metrics");
+    assert!(
+        metrics.contains("evalfleet_reports_written_total 1"),
+        "{metrics}"
+    );
+    assert!(
+        !metrics.contains(&format!("run=\"{run_id}\"")),
+        "a finished run's gauges are removed"
+    );
     let report = fleet.run(&["report", &run_id], Duration::from_secs(20));
     assert!(
         report.stdout.contains("## Overall Results"),

@@ -48,17 +48,24 @@ async fn runs(State(a): State<Arc<Aggregator>>) -> Response {
     }
 }
 
+/// The run's registry entry, or the response saying why there is none (404, or 503 when Redis
+/// cannot be read).
+async fn registered(a: &Aggregator, id: &str) -> Result<evalfleet_fleet::redis::RunMeta, Response> {
+    match a.store().run(id).await {
+        Ok(Some(meta)) => Ok(meta),
+        Ok(None) => Err((
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": format!("no run '{id}'")})),
+        )
+            .into_response()),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
 async fn run(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Response {
-    let meta = match a.store().run(&id).await {
-        Ok(Some(meta)) => meta,
-        Ok(None) => {
-            return (
-                StatusCode::NOT_FOUND,
-                Json(json!({"error": format!("no run '{id}'")})),
-            )
-                .into_response()
-        }
-        Err(e) => return unavailable(e),
+    let meta = match registered(&a, &id).await {
+        Ok(meta) => meta,
+        Err(response) => return response,
     };
     let counts = match a.store().counts(&id).await {
         Ok(c) => c,
@@ -73,16 +80,9 @@ async fn run(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Respon
 }
 
 async fn report(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Response {
-    let meta = match a.store().run(&id).await {
-        Ok(Some(meta)) => meta,
-        Ok(None) => {
-            return (
-                StatusCode::NOT_FOUND,
-                Json(json!({"error": format!("no run '{id}'")})),
-            )
-                .into_response()
-        }
-        Err(e) => return unavailable(e),
+    let meta = match registered(&a, &id).await {
+        Ok(meta) => meta,
+        Err(response) => return response,
     };
     let dir = match a.store().field(&id, "report_dir").await {
         Ok(dir) => dir,
