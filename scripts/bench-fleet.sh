@@ -29,6 +29,7 @@ port=18571
 fake() { # options...
   "$bin" fake-provider --port $port --api-key "$BENCH_KEY" "$@" > "$work/fake.log" 2>&1 &
   pids+=($!)
+  fake_pid=$!
   for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && return; sleep 0.1; done
   echo "fake-provider did not start"; exit 1
 }
@@ -64,30 +65,54 @@ for s in ${*:-1 2 3}; do
     "$bin" generate support-judge -n 20000 --seed 21 --out "$work/d20k.jsonl"
     fake; config 0 false
     ceiling=$(target/release/examples/broker_ceiling "$work/d20k.jsonl" 512 | tee /dev/stderr | sed -E 's/.*= ([0-9]+) messages\/s.*/\1/')
-    t0=$(secs); "$bin" --config "$work/config.yaml" run "$work/d20k.jsonl" --judge live -j 256 --out "$work/embedded" >/dev/null || true; t1=$(secs)
+    fake_cpu0=$(awk '{print $14+$15}' "/proc/$fake_pid/stat")
+    t0=$(secs)
+    /usr/bin/time -f "%U %S" -o "$work/embedded.time" "$bin" --config "$work/config.yaml" run "$work/d20k.jsonl" --judge live -j 256 --out "$work/embedded" >/dev/null || true
+    t1=$(secs)
     embedded=$(python3 -c "print(round(20000/($t1-$t0)))")
+    fake_cpu1=$(awk '{print $14+$15}' "/proc/$fake_pid/stat")
+    read -r eu es < <(tail -1 "$work/embedded.time")
+    python3 -c "print(f'   CPU seconds during the embedded run ({$t1-$t0:.2f} s wall): evalfleet run {$eu+$es:.2f}, fake-provider {($fake_cpu1-$fake_cpu0)/100:.2f}')" >&2
     role aggregator aggregator --http-addr 127.0.0.1:18580
     role worker worker -j 256 --metrics-addr 127.0.0.1:18581
     sleep 1
     # Warm-up (connections, Lua scripts loaded, pools filled), as the embedded run had its own.
     head -2000 "$work/d20k.jsonl" > "$work/warm.jsonl"
     "$bin" --config "$work/config.yaml" submit "$work/warm.jsonl" --judge live --run-id "$prefix-warm" --wait >/dev/null || true
-    # Times both: every result stored (processing) and the report written (end to end).
-    read -r stored fleet < <(python3 - "$bin" "$work/config.yaml" "$work/d20k.jsonl" "$prefix" "$work/reports" <<'PY'
-import os, subprocess, sys, time
-bin, cfg, data, prefix, reports = sys.argv[1:]
+    # Times both: every result stored (processing) and the report written (end to end), and
+    # the CPU time each process spent meanwhile. The poll is one Redis connection (a
+    # redis-cli process every 20 ms would itself take a share of these 2 cores).
+    read -r stored fleet < <(python3 - "$bin" "$work/config.yaml" "$work/d20k.jsonl" "$prefix" \
+        "$(pgrep -o beam.smp)" "$(pgrep -o redis-server)" "$fake_pid" "$worker_pid" "$aggregator_pid" <<'PY'
+import socket, subprocess, sys, time
+bin, cfg, data, prefix = sys.argv[1:5]
+procs = dict(zip(["rabbitmq", "redis", "fake-provider", "worker", "aggregator"], sys.argv[5:]))
+def cpu(pid):
+    try:
+        f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / 100
+    except (OSError, ValueError):
+        return 0.0
+redis = socket.create_connection(("127.0.0.1", 6379))
+def hget(key, field):
+    redis.sendall(f"*3\r\n$4\r\nHGET\r\n${len(key)}\r\n{key}\r\n${len(field)}\r\n{field}\r\n".encode())
+    reply = redis.recv(4096).split(b"\r\n")
+    return int(reply[1]) if reply[0].startswith(b"$") and reply[0] != b"$-1" else 0
 run = f"{prefix}-1"
+before = {k: cpu(p) for k, p in procs.items()}
 t0 = time.time()
 p = subprocess.Popen([bin, "--config", cfg, "submit", data, "--judge", "live", "--run-id", run, "--wait"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-stored = None
+stored, submit_cpu = None, 0.0
 while p.poll() is None:
-    if stored is None:
-        ok = subprocess.run(["redis-cli", "hget", f"{prefix}:run:{run}:counts", "ok"], capture_output=True, text=True).stdout.strip()
-        if ok and int(ok) >= 20000:
-            stored = time.time() - t0
+    submit_cpu = cpu(p.pid) or submit_cpu
+    if stored is None and hget(f"{prefix}:run:{run}:counts", "ok") >= 20000:
+        stored = time.time() - t0
     time.sleep(0.02)
 end = time.time() - t0
 stored = stored or end
+used = {k: cpu(p) - before[k] for k, p in procs.items()}
+used["submit"] = submit_cpu
+print(f"   CPU seconds during the fleet run ({end:.2f} s wall): " + ", ".join(f"{k} {v:.2f}" for k, v in used.items()) + f"; total {sum(used.values()):.2f}", file=sys.stderr)
 print(round(20000 / stored), round(20000 / end))
 PY
 )

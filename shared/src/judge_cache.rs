@@ -23,6 +23,10 @@ pub trait JudgeCache: Send + Sync {
     /// be read answers None: a cache is never a reason to fail an example.
     fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>>;
     fn put<'a>(&'a self, key: &'a str, verdict: &'a CachedVerdict) -> BoxFuture<'a, ()>;
+    /// False for a cache that keeps nothing, so callers can skip computing keys.
+    fn enabled(&self) -> bool {
+        true
+    }
 }
 
 #[derive(Default)]
@@ -54,6 +58,10 @@ impl JudgeCache for NoCache {
 
     fn put<'a>(&'a self, _key: &'a str, _verdict: &'a CachedVerdict) -> BoxFuture<'a, ()> {
         Box::pin(std::future::ready(()))
+    }
+
+    fn enabled(&self) -> bool {
+        false
     }
 }
 

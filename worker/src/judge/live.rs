@@ -194,13 +194,18 @@ impl LiveJudge {
         tally: &Tally,
     ) -> Result<Asked, JudgeFailure> {
         let prompt = prompt::build(dim, fields);
-        let key = format!("{}:{}", rt.name, prompt::prompt_hash(&rt.model, &prompt));
-        if let Some(hit) = self.cache.get(&key).await {
-            return Ok(Asked::Scored {
-                score: hit.score,
-                reasoning: hit.reasoning,
-                cached: true,
-            });
+        let key = self
+            .cache
+            .enabled()
+            .then(|| format!("{}:{}", rt.name, prompt::prompt_hash(&rt.model, &prompt)));
+        if let Some(key) = &key {
+            if let Some(hit) = self.cache.get(key).await {
+                return Ok(Asked::Scored {
+                    score: hit.score,
+                    reasoning: hit.reasoning,
+                    cached: true,
+                });
+            }
         }
         let first = self.call(rt, &prompt, tally).await?;
         let verdict = match parse_verdict(&first, dim.min, dim.max) {
@@ -222,7 +227,9 @@ impl LiveJudge {
             score: verdict.score,
             reasoning: verdict.reasoning,
         };
-        self.cache.put(&key, &cached).await;
+        if let Some(key) = &key {
+            self.cache.put(key, &cached).await;
+        }
         Ok(Asked::Scored {
             score: cached.score,
             reasoning: cached.reasoning,

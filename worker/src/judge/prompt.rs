@@ -7,6 +7,8 @@
 //! can end its block early and speak outside it. The prompt is a pure function of the
 //! dimension and the texts, which makes [`prompt_hash`] a sound judge-cache key.
 
+use std::fmt::Write as _;
+
 use evalfleet_shared::suite::Dimension;
 use sha2::{Digest, Sha256};
 
@@ -108,11 +110,12 @@ pub fn prompt_hash(model: &str, prompt: &Prompt) -> String {
         hasher.update(format!("{}:", part.len()).as_bytes());
         hasher.update(part.as_bytes());
     }
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let mut hex = String::with_capacity(64);
+    for b in hasher.finalize() {
+        // Writing to a String cannot fail.
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
 }
 
 fn push_block(out: &mut String, tag: &str, text: &str) {

@@ -5,18 +5,32 @@
 //! at temperature 0. The reply text is every `text` content block joined (other block types are
 //! skipped). Input usage includes prompt-cache reads and writes, since they are input tokens too.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{ChatRequest, TokenUsage};
+use super::{ChatRequest, Message, TokenUsage};
 
-pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
-    json!({
-        "model": req.model,
-        "system": req.prompt.system,
-        "messages": [{"role": "user", "content": req.prompt.user}],
-        "max_tokens": req.max_tokens,
-        "temperature": 0,
-    })
+/// The request body, serialised straight from borrowed fields (no intermediate JSON tree).
+#[derive(Serialize)]
+pub(super) struct RequestBody<'a> {
+    model: &'a str,
+    system: &'a str,
+    messages: [Message<'a>; 1],
+    max_tokens: u32,
+    temperature: u8,
+}
+
+pub(super) fn request_body<'a>(req: &ChatRequest<'a>) -> RequestBody<'a> {
+    RequestBody {
+        model: req.model,
+        system: &req.prompt.system,
+        messages: [Message {
+            role: "user",
+            content: &req.prompt.user,
+        }],
+        max_tokens: req.max_tokens,
+        temperature: 0,
+    }
 }
 
 /// The reply text and the usage of a 2xx body.
@@ -57,6 +71,7 @@ pub(super) fn parse_response(body: &str) -> Result<(String, TokenUsage), String>
 mod tests {
     use super::super::Prompt;
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn request_body_shape() {
@@ -70,7 +85,7 @@ mod tests {
             max_tokens: 300,
         };
         assert_eq!(
-            request_body(&req),
+            serde_json::to_value(request_body(&req)).expect("serialises"),
             json!({
                 "model": "claude-sonnet-4-20250514",
                 "system": "sys",

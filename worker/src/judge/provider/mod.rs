@@ -38,6 +38,13 @@ pub struct ChatRequest<'a> {
     pub max_tokens: u32,
 }
 
+/// A chat message of a request body (both APIs share its shape).
+#[derive(Debug, serde::Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
 /// Tokens the provider billed for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
@@ -84,6 +91,8 @@ pub struct ProviderClient {
     api: Api,
     http: reqwest::Client,
     endpoint: String,
+    /// `endpoint`, parsed once rather than on every call.
+    url: reqwest::Url,
     /// The raw key, kept only to scrub it from error messages.
     api_key: String,
     /// The header carrying the key (`Authorization: Bearer …` or `x-api-key`), sensitive.
@@ -135,6 +144,8 @@ impl ProviderClient {
                 ))
             })?;
         let endpoint = endpoint(config.api, &config.base_url)?;
+        let url = reqwest::Url::parse(&endpoint)
+            .map_err(|e| err(format!("endpoint '{endpoint}' is not a URL: {e}")))?;
         let seconds = |value: f64, name: &str| {
             Duration::try_from_secs_f64(value)
                 .ok()
@@ -164,6 +175,7 @@ impl ProviderClient {
             api: config.api,
             http,
             endpoint,
+            url,
             api_key,
             auth,
             anthropic_version,
@@ -187,7 +199,7 @@ impl ProviderClient {
     }
 
     async fn call(&self, req: &ChatRequest<'_>) -> Result<Completion, CallError> {
-        let builder = self.http.post(&self.endpoint);
+        let builder = self.http.post(self.url.clone());
         let builder = match self.api {
             Api::Openai => builder
                 .header(AUTHORIZATION, self.auth.clone())
@@ -199,11 +211,13 @@ impl ProviderClient {
         };
         let response = builder.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response.text().await.map_err(|e| self.transport_error(e))?;
         if !(200..300).contains(&status) {
+            let headers = response.headers().clone();
+            let body = response.text().await.map_err(|e| self.transport_error(e))?;
             return Err(classify_error(self.api, status, &headers, &body));
         }
+        let limits = rate_limit_info(response.headers());
+        let body = response.text().await.map_err(|e| self.transport_error(e))?;
         let parsed = match self.api {
             Api::Openai => openai::parse_response(&body),
             Api::Anthropic => anthropic::parse_response(&body),
@@ -215,7 +229,7 @@ impl ProviderClient {
         Ok(Completion {
             text,
             usage,
-            limits: rate_limit_info(&headers),
+            limits,
             status,
         })
     }

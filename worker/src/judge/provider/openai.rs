@@ -6,21 +6,46 @@
 //! compatible servers differ (a `null` content with a `refusal`, content as an array of parts,
 //! missing usage = 0 tokens) and strict only where the shape is unusable (no `choices[0].message`).
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::{ChatRequest, TokenUsage};
+use super::{ChatRequest, Message, TokenUsage};
 
-pub(super) fn request_body(req: &ChatRequest<'_>) -> Value {
-    json!({
-        "model": req.model,
-        "messages": [
-            {"role": "system", "content": req.prompt.system},
-            {"role": "user", "content": req.prompt.user},
+/// The request body, serialised straight from borrowed fields (no intermediate JSON tree).
+#[derive(Serialize)]
+pub(super) struct RequestBody<'a> {
+    model: &'a str,
+    messages: [Message<'a>; 2],
+    max_tokens: u32,
+    temperature: u8,
+    response_format: ResponseFormat,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+pub(super) fn request_body<'a>(req: &ChatRequest<'a>) -> RequestBody<'a> {
+    RequestBody {
+        model: req.model,
+        messages: [
+            Message {
+                role: "system",
+                content: &req.prompt.system,
+            },
+            Message {
+                role: "user",
+                content: &req.prompt.user,
+            },
         ],
-        "max_tokens": req.max_tokens,
-        "temperature": 0,
-        "response_format": {"type": "json_object"},
-    })
+        max_tokens: req.max_tokens,
+        temperature: 0,
+        response_format: ResponseFormat {
+            kind: "json_object",
+        },
+    }
 }
 
 /// The reply text (`choices[0].message.content`) and the usage of a 2xx body.
@@ -65,6 +90,7 @@ pub(super) fn parse_response(body: &str) -> Result<(String, TokenUsage), String>
 mod tests {
     use super::super::Prompt;
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn request_body_shape() {
@@ -78,7 +104,7 @@ mod tests {
             max_tokens: 300,
         };
         assert_eq!(
-            request_body(&req),
+            serde_json::to_value(request_body(&req)).expect("serialises"),
             json!({
                 "model": "gpt-4o-mini",
                 "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "usr"}],
