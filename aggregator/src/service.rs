@@ -55,6 +55,11 @@ struct Tracked {
     /// Indices folded, so a redelivered event is never folded twice.
     folded: Vec<u64>,
     folded_count: u64,
+    /// The run's record count, once its submission has finished (learnt by the sweep).
+    total: Option<u64>,
+    /// A sweep was started early for this run because it looked complete (done only once, so
+    /// a run another aggregator is finishing does not make every loop sweep).
+    nudged: bool,
 }
 
 impl Tracked {
@@ -64,6 +69,8 @@ impl Tracked {
             spec,
             folded: Vec::new(),
             folded_count: 0,
+            total: None,
+            nudged: false,
         }
     }
 
@@ -77,6 +84,14 @@ impl Tracked {
             self.folded_count += 1;
             self.agg.observe(rec);
         }
+    }
+
+    /// Whether this aggregator has just folded the run's last result, so it can be finished
+    /// without waiting for the next sweep; true once per run.
+    fn take_all_folded(&mut self) -> bool {
+        let all = !self.nudged && self.total.is_some_and(|n| self.folded_count >= n);
+        self.nudged |= all;
+        all
     }
 }
 
@@ -143,7 +158,7 @@ impl Aggregator {
                 };
                 carry_on("claiming stale events", claimed.await).await;
             }
-            if last_sweep.elapsed() >= SWEEP_EVERY {
+            if last_sweep.elapsed() >= SWEEP_EVERY || self.any_all_folded() {
                 last_sweep = Instant::now();
                 if let Some(queue) = &self.queue {
                     self.publish_queue_metrics(queue).await;
@@ -185,6 +200,14 @@ impl Aggregator {
         }
         events.ack(&ids).await?;
         Ok(())
+    }
+
+    /// Whether some run has all its results folded since the last look.
+    fn any_all_folded(&self) -> bool {
+        self.tracked.lock().is_ok_and(|mut t| {
+            t.values_mut()
+                .fold(false, |any, run| run.take_all_folded() || any)
+        })
     }
 
     fn is_tracked(&self, run_id: &str) -> bool {
@@ -274,6 +297,15 @@ impl Aggregator {
                     })?;
             self.publish_run_metrics(&meta, counts);
             let Some(total) = meta.total else { continue };
+            if let Some(t) = self
+                .tracked
+                .lock()
+                .ok()
+                .as_mut()
+                .and_then(|t| t.get_mut(&meta.id))
+            {
+                t.total = Some(total);
+            }
             if counts.done() < total
                 || !self
                     .store
@@ -328,6 +360,8 @@ impl Aggregator {
         let store = self.store.clone();
         let dir = self.opts.reports_dir.join(&run);
         let finished_at = jiff::Timestamp::now();
+        let writing = Instant::now();
+        let rebuilt = incremental.is_none();
         let written =
             tokio::task::spawn_blocking(move || -> Result<(bool, String, PathBuf), String> {
                 let items = RunItems::new(&store, &meta.id, total).map_err(|e| e.to_string())?;
@@ -377,7 +411,14 @@ impl Aggregator {
         let m = metrics();
         m.reports_written.inc();
         m.forget_run(&run);
-        tracing::info!(run = %run, gates_passed, dir = %dir.display(), "run complete: reports written");
+        tracing::info!(
+            run = %run,
+            gates_passed,
+            dir = %dir.display(),
+            report_seconds = writing.elapsed().as_secs_f64(),
+            aggregates_rebuilt = rebuilt,
+            "run complete: reports written"
+        );
         Ok(())
     }
 }
@@ -394,5 +435,43 @@ async fn carry_on(step: &str, result: Result<(), AggregatorError>) -> bool {
             tokio::time::sleep(Duration::from_millis(500)).await;
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use evalfleet_shared::suite::{Suite, SuiteKind};
+
+    fn skipped(index: u64) -> ResultRecord {
+        ResultRecord::skipped(
+            "r",
+            "support-judge",
+            index,
+            None,
+            format!("e{index}"),
+            "x".into(),
+        )
+    }
+
+    #[test]
+    fn a_run_is_reported_all_folded_once_when_its_last_result_arrives() {
+        let spec = RunSpec {
+            suite: Suite::builtin(SuiteKind::SupportJudge),
+            judge: "heuristic".into(),
+            judges: Default::default(),
+            model_prefixes: Default::default(),
+            dataset: "d.jsonl".into(),
+        };
+        let mut t = Tracked::new(spec);
+        t.fold(&skipped(0));
+        assert!(!t.take_all_folded(), "the total is not known yet");
+        t.total = Some(3);
+        t.fold(&skipped(1));
+        t.fold(&skipped(1));
+        assert!(!t.take_all_folded(), "a redelivered result counts once");
+        t.fold(&skipped(2));
+        assert!(t.take_all_folded());
+        assert!(!t.take_all_folded(), "only once per run");
     }
 }
