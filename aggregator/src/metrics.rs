@@ -5,9 +5,12 @@ use std::sync::OnceLock;
 
 use prometheus::{GaugeVec, IntCounter, IntGaugeVec, Opts, Registry};
 
+use crate::queue_depth::Depth;
+
 pub struct AggregatorMetrics {
     pub registry: Registry,
     pub run_examples: IntGaugeVec,
+    /// `evalfleet_run_records{run}`: a gauge, so its name must not end in `_total`.
     pub run_total: IntGaugeVec,
     pub run_progress: GaugeVec,
     pub run_pass: GaugeVec,
@@ -35,7 +38,7 @@ fn build() -> prometheus::Result<AggregatorMetrics> {
             &["run", "outcome"],
         )?,
         run_total: int_gauges(
-            "evalfleet_run_total",
+            "evalfleet_run_records",
             "Records of an active run (known once submission ends).",
             &["run"],
         )?,
@@ -83,6 +86,19 @@ pub fn metrics() -> &'static AggregatorMetrics {
 }
 
 impl AggregatorMetrics {
+    /// One queue's depth: `state="ready"` always, `state="unacked"` only when the source can see
+    /// it — a series the source cannot back is removed rather than left stale.
+    pub fn set_queue_depth(&self, queue: &str, depth: Depth) {
+        let gauge = |state: &str| self.queue_messages.with_label_values(&[queue, state]);
+        gauge("ready").set(clamp(depth.ready));
+        match depth.unacked {
+            Some(n) => gauge("unacked").set(clamp(n)),
+            None => {
+                let _ = self.queue_messages.remove_label_values(&[queue, "unacked"]);
+            }
+        }
+    }
+
     /// Drops every series of a run that is no longer active.
     pub fn forget_run(&self, run: &str) {
         for outcome in ["ok", "failed", "skipped"] {
@@ -91,5 +107,58 @@ impl AggregatorMetrics {
         let _ = self.run_total.remove_label_values(&[run]);
         let _ = self.run_progress.remove_label_values(&[run]);
         let _ = self.run_pass.remove_label_values(&[run]);
+    }
+}
+
+fn clamp(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(m: &AggregatorMetrics, queue: &str, state: &str) -> Option<i64> {
+        m.registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "evalfleet_queue_messages")
+            .flat_map(|f| f.get_metric())
+            .find(|s| {
+                let labels: Vec<(&str, &str)> = s
+                    .get_label()
+                    .iter()
+                    .map(|l| (l.name(), l.value()))
+                    .collect();
+                labels.contains(&("queue", queue)) && labels.contains(&("state", state))
+            })
+            .map(|s| s.get_gauge().get_value() as i64)
+    }
+
+    #[test]
+    fn unacked_is_reported_only_when_the_source_sees_it() {
+        let m = build().unwrap();
+        m.set_queue_depth(
+            "p.examples",
+            Depth {
+                ready: 4,
+                unacked: Some(3),
+            },
+        );
+        assert_eq!(value(&m, "p.examples", "ready"), Some(4));
+        assert_eq!(value(&m, "p.examples", "unacked"), Some(3));
+        m.set_queue_depth(
+            "p.examples",
+            Depth {
+                ready: 5,
+                unacked: None,
+            },
+        );
+        assert_eq!(value(&m, "p.examples", "ready"), Some(5));
+        assert_eq!(
+            value(&m, "p.examples", "unacked"),
+            None,
+            "no stale unacked count"
+        );
     }
 }

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use evalfleet_fleet::amqp::AmqpQueue;
 use evalfleet_fleet::redis::{EventStream, RedisError, RedisStore, RunItems, RunMeta, RunStatus};
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
@@ -24,10 +23,15 @@ use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
 
 use crate::metrics::metrics;
+use crate::queue_depth::QueueDepths;
 
 /// How often running runs are checked for completion: it bounds the delay between a run's last
 /// result and its report.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
+
+/// How often queue depths are read. The management API refreshes its counts every 5 s by
+/// default, so polling faster would only repeat them.
+const QUEUE_DEPTH_EVERY: Duration = Duration::from_secs(1);
 
 /// The consumer group every aggregator joins.
 pub const GROUP: &str = "aggregators";
@@ -99,8 +103,8 @@ pub struct Aggregator {
     store: RedisStore,
     opts: AggregatorOptions,
     tracked: Mutex<HashMap<String, Tracked>>,
-    /// For queue-depth metrics; the aggregator works without it.
-    queue: Option<AmqpQueue>,
+    /// Where queue-depth metrics come from; the aggregator works without any.
+    queue_depths: Option<QueueDepths>,
 }
 
 impl Aggregator {
@@ -109,13 +113,13 @@ impl Aggregator {
             store,
             opts,
             tracked: Mutex::new(HashMap::new()),
-            queue: None,
+            queue_depths: None,
         }
     }
 
-    /// Reports the work and dead-letter queue depths as metrics.
-    pub fn with_queue(mut self, queue: AmqpQueue) -> Self {
-        self.queue = Some(queue);
+    /// Reports the work and dead-letter queue depths as metrics, from these sources.
+    pub fn with_queue_depths(mut self, depths: QueueDepths) -> Self {
+        self.queue_depths = Some(depths).filter(|d| !d.is_empty());
         self
     }
 
@@ -129,6 +133,12 @@ impl Aggregator {
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), AggregatorError> {
         let mut events = EventStream::new(&self.store, GROUP, &self.opts.consumer).await?;
+        // Its own task: a slow management API must never hold up folding results.
+        let depths = self
+            .queue_depths
+            .is_some()
+            .then(|| tokio::spawn(self.clone().follow_queue_depths()));
+        let _stop_depths = AbortOnDrop(depths);
         let mut shutdown = std::pin::pin!(shutdown);
         let mut last_claim = Instant::now();
         let mut last_sweep = Instant::now();
@@ -160,9 +170,6 @@ impl Aggregator {
             }
             if last_sweep.elapsed() >= SWEEP_EVERY || self.any_all_folded() {
                 last_sweep = Instant::now();
-                if let Some(queue) = &self.queue {
-                    self.publish_queue_metrics(queue).await;
-                }
                 carry_on("finishing complete runs", self.finish_complete_runs().await).await;
             }
         }
@@ -264,21 +271,42 @@ impl Aggregator {
         }
     }
 
-    /// Ready messages of the work and dead-letter queues (AMQP passive declare).
-    pub async fn publish_queue_metrics(&self, queue: &AmqpQueue) {
-        match queue.depths().await {
-            Ok(d) => {
+    /// Publishes the queue depths every [`QUEUE_DEPTH_EVERY`] until the task is aborted.
+    async fn follow_queue_depths(self: Arc<Self>) {
+        let mut management_failing = false;
+        loop {
+            management_failing = self.publish_queue_metrics(management_failing).await;
+            tokio::time::sleep(QUEUE_DEPTH_EVERY).await;
+        }
+    }
+
+    /// Reads the work and dead-letter queue depths once and sets their gauges. Returns whether
+    /// the management API failed, so that a failure is logged when it starts and when it ends,
+    /// not on every poll.
+    pub async fn publish_queue_metrics(&self, management_was_failing: bool) -> bool {
+        let Some(sources) = &self.queue_depths else {
+            return false;
+        };
+        let (depths, management_error) = sources.read().await;
+        match (&management_error, management_was_failing) {
+            (Some(e), false) => tracing::warn!(
+                error = %e,
+                "management API unreadable: queue depths fall back to a passive declare (ready only)"
+            ),
+            (None, true) if sources.management.is_some() => {
+                tracing::info!("management API readable again: unacked counts are back")
+            }
+            _ => {}
+        }
+        match depths {
+            Ok((d, _source)) => {
                 let m = metrics();
-                let prefix = &queue.config().prefix;
-                m.queue_messages
-                    .with_label_values(&[&format!("{prefix}.examples"), "ready"])
-                    .set(i64::from(d.examples));
-                m.queue_messages
-                    .with_label_values(&[&format!("{prefix}.dead"), "ready"])
-                    .set(i64::from(d.dead));
+                m.set_queue_depth(&sources.names.work, d.work);
+                m.set_queue_depth(&sources.names.dead, d.dead);
             }
             Err(e) => tracing::debug!(error = %e, "queue depths unavailable"),
         }
+        management_error.is_some()
     }
 
     /// Finishes every running run whose results are all stored.
@@ -420,6 +448,17 @@ impl Aggregator {
             "run complete: reports written"
         );
         Ok(())
+    }
+}
+
+/// Aborts the task it holds when dropped, so a background loop ends with `serve`.
+struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
     }
 }
 

@@ -58,6 +58,11 @@ pub struct FleetConfig {
     pub fleet_rate_limits: bool,
     /// Seconds a judge verdict stays in the Redis judge cache.
     pub judge_cache_ttl_s: u64,
+    /// The RabbitMQ management API (`http(s)://user:password@host:15672/`, the path naming the
+    /// vhost as KEDA's trigger does: `/` or empty = the default vhost). When set, the aggregator
+    /// reads ready *and* unacked message counts from it; otherwise it reads ready counts with
+    /// an AMQP passive declare. Empty = not set.
+    pub management_url: Option<String>,
 }
 
 impl Default for FleetConfig {
@@ -72,7 +77,31 @@ impl Default for FleetConfig {
             shutdown_deadline_s: 30,
             fleet_rate_limits: true,
             judge_cache_ttl_s: 7 * 24 * 3600,
+            management_url: None,
         }
+    }
+}
+
+impl FleetConfig {
+    /// `management_url` when it is set and not empty (an empty override switches it off).
+    pub fn management_url(&self) -> Option<&str> {
+        self.management_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if let Some(url) = self.management_url() {
+            let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            if !matches!(scheme.as_deref(), Some("http" | "https")) {
+                return Err(format!(
+                    "fleet.management_url: must be an http:// or https:// URL, got '{}'",
+                    url.split_once('@').map_or(url, |(_, host)| host)
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -150,6 +179,7 @@ impl Config {
             .extract()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         config.judges.validate().map_err(ConfigError::Invalid)?;
+        config.fleet.validate().map_err(ConfigError::Invalid)?;
         Ok(config)
     }
 }
@@ -199,6 +229,41 @@ mod tests {
                 err.contains("cannot read config file 'missing.yaml'"),
                 "{err}"
             );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn management_url_is_set_by_file_or_nested_env_and_checked() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.yaml", "fleet: {prefix: p}\n")?;
+            let path = Path::new("c.yaml");
+            assert_eq!(
+                Config::load(Some(path)).unwrap().fleet.management_url(),
+                None
+            );
+            jail.set_env(
+                "EVALFLEET_FLEET__MANAGEMENT_URL",
+                "http://guest:guest@127.0.0.1:15672/",
+            );
+            let c = Config::load(Some(path)).unwrap();
+            assert_eq!(
+                c.fleet.management_url(),
+                Some("http://guest:guest@127.0.0.1:15672/")
+            );
+            assert_eq!(c.fleet.prefix, "p", "the rest of the section is kept");
+            jail.set_env("EVALFLEET_FLEET__MANAGEMENT_URL", "");
+            assert_eq!(
+                Config::load(Some(path)).unwrap().fleet.management_url(),
+                None
+            );
+            jail.set_env(
+                "EVALFLEET_FLEET__MANAGEMENT_URL",
+                "amqp://guest:secret@127.0.0.1:5672/",
+            );
+            let err = Config::load(Some(path)).unwrap_err().to_string();
+            assert!(err.contains("fleet.management_url"), "{err}");
+            assert!(!err.contains("secret"), "no password in the message: {err}");
             Ok(())
         });
     }

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use evalfleet_aggregator::queue_depth::{ManagementApi, QueueDepths, QueueNames};
 use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
 
 use super::Endpoints;
-use crate::exit::Exit;
+use crate::exit::{BadInput, Exit};
 
 #[derive(Args)]
 pub struct AggregatorArgs {
@@ -36,11 +37,36 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
             consumer,
             claim_after: Duration::from_secs(30),
         };
-        let mut aggregator = Aggregator::new(store, opts);
-        match args.endpoints.connect_amqp(&config, 1).await {
-            Ok(queue) => aggregator = aggregator.with_queue(queue),
-            Err(e) => tracing::warn!(error = %e, "no queue-depth metrics: RabbitMQ is unreachable"),
-        }
+        let amqp = args.endpoints.amqp(&config, 1);
+        let management = config
+            .fleet
+            .management_url()
+            .map(ManagementApi::new)
+            .transpose()
+            .map_err(|e| BadInput(e.to_string()))?;
+        let queue = match args.endpoints.connect_amqp(&config, 1).await {
+            Ok(queue) => Some(queue),
+            Err(e) if management.is_some() => {
+                tracing::warn!(error = %e, "RabbitMQ is unreachable: queue depths from the management API only");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no queue-depth metrics: RabbitMQ is unreachable");
+                None
+            }
+        };
+        tracing::info!(
+            source = if management.is_some() { "management API" } else { "passive declare" },
+            "queue-depth metrics"
+        );
+        let aggregator = Aggregator::new(store, opts).with_queue_depths(QueueDepths {
+            names: QueueNames {
+                work: amqp.queue(),
+                dead: amqp.dead_queue(),
+            },
+            management,
+            amqp: queue,
+        });
         let aggregator = Arc::new(aggregator);
         tokio::spawn(evalfleet_aggregator::http::serve(
             args.http_addr,
