@@ -112,6 +112,8 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
 
         let stats = Arc::new(WorkerStats::default());
         if let Some(addr) = args.metrics_addr {
+            evalfleet_worker::metrics::metrics()
+                .init_known([suite.name.as_str()], live.then_some(&config.judges));
             tokio::spawn(evalfleet_worker::http::serve(addr, stats.clone()));
         }
         let mut workers = tokio::spawn(run_workers(

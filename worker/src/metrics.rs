@@ -2,8 +2,12 @@
 //! example id. One registry per process, served at `/metrics`; the judge and the consumer
 //! loops update it through [`metrics()`].
 
+use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use evalfleet_shared::config::JudgeConfig;
+use evalfleet_shared::suite::{Suite, SuiteKind};
 
 use prometheus::{
     CounterVec, Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
@@ -136,7 +140,65 @@ pub fn metrics() -> &'static WorkerMetrics {
     METRICS.get_or_init(|| build().expect("the worker's metric definitions are valid"))
 }
 
+/// Every outcome an example can end with.
+pub const OUTCOMES: [&str; 3] = ["ok", "failed", "skipped"];
+/// The judge statuses the dashboard and the alerts single out: success and rate limiting.
+/// Other statuses (5xx, timeout, ...) appear when they happen.
+pub const KNOWN_STATUSES: [&str; 2] = ["200", "429"];
+/// The retry reasons that do not depend on a status code (`http_<status>` ones appear when
+/// they happen); the judge's `retry_reason` gives these names.
+pub const RETRY_REASONS: [&str; 6] = [
+    "rate_limited",
+    "overloaded",
+    "timeout",
+    "connect",
+    "malformed",
+    "other",
+];
+/// Token kinds.
+pub const TOKEN_KINDS: [&str; 2] = ["input", "output"];
+
 impl WorkerMetrics {
+    /// Creates, at 0, the labelled series whose label values are known before the first
+    /// example: examples processed per suite and outcome, and per configured judge provider
+    /// (with the model `judge_models` gives it) its requests by the known statuses, latency,
+    /// retries by reason, tokens by kind, cost and rate-limiter wait. A counter that first
+    /// appears at 1 makes `rate()` and `increase()` miss that first step; one present at 0
+    /// from the first scrape does not.
+    pub fn init_known<'a>(
+        &self,
+        suites: impl IntoIterator<Item = &'a str>,
+        judges: Option<&JudgeConfig>,
+    ) {
+        for suite in suites {
+            for outcome in OUTCOMES {
+                self.examples_processed.with_label_values(&[suite, outcome]);
+            }
+        }
+        let Some(judges) = judges else { return };
+        for (provider, model) in &judges.judge_models {
+            if !judges.providers.contains_key(provider) {
+                continue;
+            }
+            let (provider, model) = (provider.as_str(), model.as_str());
+            for status in KNOWN_STATUSES {
+                self.judge_requests
+                    .with_label_values(&[provider, model, status]);
+            }
+            self.judge_request_duration
+                .with_label_values(&[provider, model]);
+            for reason in RETRY_REASONS {
+                self.judge_retries.with_label_values(&[provider, reason]);
+            }
+            for kind in TOKEN_KINDS {
+                self.judge_tokens
+                    .with_label_values(&[provider, model, kind]);
+            }
+            self.judge_cost.with_label_values(&[provider, model]);
+            self.rate_limit_wait.with_label_values(&[provider]);
+        }
+    }
+
     pub fn judge_request(&self, provider: &str, model: &str, status: &str, took: Duration) {
         self.judge_requests
             .with_label_values(&[provider, model, status])
@@ -155,5 +217,148 @@ impl WorkerMetrics {
         let mut out = Vec::new();
         let _ = TextEncoder::new().encode(&families, &mut out);
         String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// The suites a worker can expect: the built-in ones and those in `suites_dir` (a file that
+/// does not load is left out: the run that names it fails at submit).
+pub fn known_suites(suites_dir: Option<&Path>) -> Vec<String> {
+    let mut names: Vec<String> = SuiteKind::ALL.iter().map(|k| k.name().to_owned()).collect();
+    let files = suites_dir
+        .and_then(|dir| std::fs::read_dir(dir).ok())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"));
+    for path in files {
+        if let Ok(suite) = Suite::from_file(&path) {
+            names.push(suite.name);
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (labels, value) of every series of `family` in `m`'s exposition.
+    fn series(m: &WorkerMetrics, family: &str) -> Vec<(Vec<(String, String)>, f64)> {
+        m.registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == family)
+            .flat_map(|f| f.get_metric())
+            .map(|s| {
+                let labels = s
+                    .get_label()
+                    .iter()
+                    .map(|l| (l.name().to_owned(), l.value().to_owned()))
+                    .collect();
+                let value = if family.ends_with("_seconds") {
+                    s.get_histogram().get_sample_count() as f64
+                } else {
+                    s.get_counter().get_value()
+                };
+                (labels, value)
+            })
+            .collect()
+    }
+
+    fn has(series: &[(Vec<(String, String)>, f64)], want: &[(&str, &str)]) -> bool {
+        series.iter().any(|(labels, value)| {
+            *value == 0.0
+                && want
+                    .iter()
+                    .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+        })
+    }
+
+    #[test]
+    fn known_label_values_start_at_zero() {
+        let m = build().unwrap();
+        assert!(series(&m, "evalfleet_examples_processed_total").is_empty());
+        let judges = JudgeConfig::default();
+        assert!(
+            !judges.judge_models.is_empty(),
+            "the defaults name judge models"
+        );
+        m.init_known(["support-judge", "mine"], Some(&judges));
+        let processed = series(&m, "evalfleet_examples_processed_total");
+        assert_eq!(processed.len(), 2 * OUTCOMES.len());
+        for suite in ["support-judge", "mine"] {
+            for outcome in OUTCOMES {
+                assert!(has(&processed, &[("suite", suite), ("outcome", outcome)]));
+            }
+        }
+        for (provider, model) in &judges.judge_models {
+            let (p, md) = (provider.as_str(), model.as_str());
+            let requests = series(&m, "evalfleet_judge_requests_total");
+            for status in KNOWN_STATUSES {
+                assert!(has(
+                    &requests,
+                    &[("provider", p), ("model", md), ("status", status)]
+                ));
+            }
+            let latency = series(&m, "evalfleet_judge_request_duration_seconds");
+            assert!(has(&latency, &[("provider", p), ("model", md)]));
+            let retries = series(&m, "evalfleet_judge_retries_total");
+            for reason in RETRY_REASONS {
+                assert!(has(&retries, &[("provider", p), ("reason", reason)]));
+            }
+            let tokens = series(&m, "evalfleet_judge_tokens_total");
+            for kind in TOKEN_KINDS {
+                assert!(has(
+                    &tokens,
+                    &[("provider", p), ("model", md), ("kind", kind)]
+                ));
+            }
+            assert!(has(
+                &series(&m, "evalfleet_judge_cost_usd_total"),
+                &[("provider", p), ("model", md)]
+            ));
+            assert!(has(
+                &series(&m, "evalfleet_rate_limit_wait_seconds_total"),
+                &[("provider", p)]
+            ));
+        }
+    }
+
+    #[test]
+    fn a_model_without_a_configured_provider_is_left_out() {
+        let m = build().unwrap();
+        let mut judges = JudgeConfig::default();
+        judges.judge_models.insert("nowhere".into(), "m-1".into());
+        m.init_known([], Some(&judges));
+        let requests = series(&m, "evalfleet_judge_requests_total");
+        assert!(!requests.is_empty());
+        assert!(requests
+            .iter()
+            .all(|(labels, _)| !labels.iter().any(|(_, v)| v == "nowhere")));
+    }
+
+    #[test]
+    fn known_suites_are_the_builtins_and_the_suite_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("strict.yaml"),
+            "name: support-strict\nextends: support-judge\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("broken.yaml"), "name: [\n").unwrap();
+        let names = known_suites(Some(dir.path()));
+        for want in [
+            "log-analysis",
+            "rag-layers",
+            "support-judge",
+            "support-strict",
+        ] {
+            assert!(names.contains(&want.to_owned()), "{names:?}");
+        }
+        assert_eq!(names.len(), 4, "{names:?}");
+        assert_eq!(known_suites(None).len(), 3);
     }
 }

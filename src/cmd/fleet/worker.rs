@@ -21,7 +21,7 @@ pub struct WorkerArgs {
     /// Examples processed at once (default: config fleet.worker_concurrency).
     #[arg(long, short = 'j')]
     pub concurrency: Option<usize>,
-    /// Where /healthz and /readyz are served.
+    /// Where /metrics, /healthz and /readyz are served.
     #[arg(long, default_value = "127.0.0.1:9464")]
     pub metrics_addr: SocketAddr,
     #[command(flatten)]
@@ -54,6 +54,11 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             cache,
             limiter,
         ));
+        // The suites and judges this worker's config knows start at 0 (a run's spec may name
+        // others: their series appear with their first example).
+        let suites = evalfleet_worker::metrics::known_suites(Some(&config.suites_dir));
+        evalfleet_worker::metrics::metrics()
+            .init_known(suites.iter().map(String::as_str), Some(&config.judges));
         tokio::spawn(evalfleet_worker::http::serve(
             args.metrics_addr,
             worker.stats.clone(),
