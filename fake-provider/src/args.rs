@@ -2,6 +2,8 @@
 //! `fake-provider` subcommand, plus the partial update `POST /admin/config` applies at runtime
 //! (so a test can make the provider answer 429 to everything for a while, then heal it).
 
+use std::net::{IpAddr, Ipv4Addr};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConfigError;
@@ -24,7 +26,12 @@ pub enum RateLimitMode {
 #[derive(clap::Args, Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FakeProviderArgs {
-    /// Port to bind on 127.0.0.1 (0 = an ephemeral port).
+    /// Address to bind. Keep the default, 127.0.0.1, everywhere but inside a container on a
+    /// private network (e.g. `--host 0.0.0.0` in docker-compose): the admin endpoints have no
+    /// auth, so the server must never face a shared network.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    pub host: IpAddr,
+    /// Port to bind (0 = an ephemeral port).
     #[arg(long, default_value_t = 8089)]
     pub port: u16,
     /// API key both APIs require when set (401 otherwise). Never echoed back in full.
@@ -96,6 +103,7 @@ pub struct FakeProviderArgs {
 impl Default for FakeProviderArgs {
     fn default() -> Self {
         Self {
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 8089,
             api_key: None,
             latency_ms: 0,
@@ -146,7 +154,7 @@ impl FakeProviderArgs {
 }
 
 /// The body of `POST /admin/config`: every field optional, unknown fields rejected so a typo
-/// cannot silently leave the provider in its old behaviour. Port and API key are fixed.
+/// cannot silently leave the provider in its old behaviour. Host, port and API key are fixed.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConfigPatch {
@@ -220,4 +228,44 @@ fn parse_rate(text: &str) -> Result<f64, String> {
     check_rate("rate", value)
         .map(|()| value)
         .map_err(|_| format!("{value} is not a rate in [0, 1]"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: FakeProviderArgs,
+    }
+
+    #[test]
+    fn binds_loopback_unless_told_otherwise() {
+        let default = Cli::try_parse_from(["fake"]).unwrap().args;
+        assert_eq!(default.host, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(
+            FakeProviderArgs {
+                api_key: None,
+                ..default
+            },
+            FakeProviderArgs::default(),
+            "clap and Default agree"
+        );
+        let any = Cli::try_parse_from(["fake", "--host", "0.0.0.0"])
+            .unwrap()
+            .args;
+        assert_eq!(any.host, IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let v6 = Cli::try_parse_from(["fake", "--host", "::"]).unwrap().args;
+        assert!(v6.host.is_ipv6());
+        assert!(Cli::try_parse_from(["fake", "--host", "fake-provider"]).is_err());
+    }
+
+    #[test]
+    fn the_host_is_not_reconfigurable_at_runtime() {
+        let err = serde_json::from_str::<ConfigPatch>(r#"{"host": "0.0.0.0"}"#).unwrap_err();
+        assert!(err.to_string().contains("host"), "{err}");
+    }
 }

@@ -13,8 +13,8 @@
 //! `\n`), so a test can predict a score with [`Verdict::for_prompt`].
 //!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /stats`,
-//! `GET /stats/timeline?provider=openai`, `GET|POST /admin/config`, `POST /admin/reset`,
-//! `GET /healthz`.
+//! `GET /stats/timeline?provider=openai`, `GET /metrics` (Prometheus), `GET|POST /admin/config`,
+//! `POST /admin/reset`, `GET /healthz`.
 
 mod anthropic;
 mod args;
@@ -24,6 +24,7 @@ mod exchange;
 mod faults;
 mod judge;
 mod limiter;
+mod metrics;
 mod openai;
 mod server;
 mod state;

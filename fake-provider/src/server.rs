@@ -1,11 +1,13 @@
-//! The HTTP surface: both API dialects, the stats and admin endpoints, and the two ways to run
-//! it — `serve` for the `evalfleet fake-provider` command (graceful on SIGINT/SIGTERM) and
-//! `spawn` for tests (ephemeral port, runs until the handle is aborted). Always 127.0.0.1:
-//! the admin endpoints have no auth, so the server must never face a network.
+//! The HTTP surface: both API dialects, the stats, metrics and admin endpoints, and the two ways
+//! to run it — `serve` for the `evalfleet fake-provider` command (graceful on SIGINT/SIGTERM)
+//! and `spawn` for tests (ephemeral port, runs until the handle is aborted). It binds
+//! 127.0.0.1 unless `--host` says otherwise, which is meant for a container on a private
+//! network only: the admin endpoints have no auth, so the server must never face a shared
+//! network.
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -33,6 +35,7 @@ pub fn router(state: Arc<FakeProvider>) -> Router {
         .route("/v1/messages", post(anthropic::messages))
         .route("/stats", get(stats))
         .route("/stats/timeline", get(timeline))
+        .route("/metrics", get(prometheus_metrics))
         .route("/admin/config", get(get_config).post(post_config))
         .route("/admin/reset", post(reset))
         .route("/healthz", get(healthz))
@@ -76,10 +79,15 @@ pub async fn spawn(args: FakeProviderArgs) -> io::Result<(SocketAddr, JoinHandle
 }
 
 async fn bind(args: FakeProviderArgs) -> io::Result<(Arc<FakeProvider>, TcpListener)> {
-    let port = args.port;
+    let (host, port) = (args.host, args.port);
     let state =
         FakeProvider::new(args).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, port)).await?;
+    let listener = TcpListener::bind((host, port))
+        .await
+        .map_err(|e| io::Error::new(e.kind(), format!("binding {host}:{port}: {e}")))?;
+    if !host.is_loopback() {
+        tracing::warn!(%host, "listening beyond loopback: the admin endpoints have no auth, keep this network private");
+    }
     Ok((Arc::new(state), listener))
 }
 
@@ -110,6 +118,17 @@ async fn healthz() -> &'static str {
 
 async fn stats(State(fp): State<Arc<FakeProvider>>) -> Json<Value> {
     Json(fp.stats().to_json())
+}
+
+async fn prometheus_metrics(State(fp): State<Arc<FakeProvider>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::metrics::render(&fp.stats().to_json()),
+    )
+        .into_response()
 }
 
 async fn timeline(
