@@ -147,7 +147,7 @@ for l in lines:
             problems.append(f"COPY source {s} is not in the build context")
 if stages[-1] != "runtime":
     problems.append(f"the last stage (the default target) is {stages[-1]}, not runtime")
-for stage in ("builder", "demo-proxy", "runtime"):
+for stage in ("builder", "runtime"):
     if stage not in stages:
         problems.append(f"stage {stage} missing")
 runtime = dockerfile.split("AS runtime", 1)[-1]
@@ -204,10 +204,10 @@ c = yaml.safe_load(open(path))
 s = c["services"]
 problems = []
 want = {"rabbitmq", "redis", "aggregator", "worker", "prometheus", "grafana",
-        "fake-provider", "fake-provider-relay", "submit-demo", "load-demo"}
+        "fake-provider", "submit-demo", "load-demo"}
 if set(s) != want:
     problems.append(f"services {sorted(set(s) ^ want)} unexpected or missing")
-for name in ("aggregator", "worker", "fake-provider", "submit-demo", "load-demo", "fake-provider-relay"):
+for name in ("aggregator", "worker", "fake-provider", "submit-demo", "load-demo"):
     b = s[name].get("build", {})
     if b.get("context") != root or b.get("dockerfile") != "deploy/Dockerfile":
         problems.append(f"{name} is not built from deploy/Dockerfile with the repository root as context: {b}")
@@ -224,7 +224,7 @@ if not s["rabbitmq"]["image"].startswith("rabbitmq:4") or "management" not in s[
 for name in ("rabbitmq", "redis"):
     if "healthcheck" not in s[name]:
         problems.append(f"{name} has no healthcheck")
-for name in ("fake-provider", "fake-provider-relay", "submit-demo", "load-demo"):
+for name in ("fake-provider", "submit-demo", "load-demo"):
     if s[name].get("profiles") != ["demo"]:
         problems.append(f"{name} is not in the demo profile only")
 for name in ("rabbitmq", "redis", "aggregator", "worker", "prometheus", "grafana"):
@@ -247,8 +247,19 @@ if s["submit-demo"]["command"] != ["submit", "/usr/share/evalfleet/examples/supp
 fp = s["fake-provider"]["command"]
 if "--api-key" not in fp or fp[fp.index("--api-key") + 1] != "demo-key":
     problems.append("fake-provider does not require demo-key")
-if s["fake-provider-relay"].get("network_mode") != "service:fake-provider":
-    problems.append("the relay does not share the fake provider's network namespace")
+# The judges' base URLs name fake-provider:8089: it must listen there on the compose network
+# itself (--host), with no relay, and its healthcheck must probe that port.
+if "--host" not in fp or fp[fp.index("--host") + 1] != "0.0.0.0" or "--port" not in fp or fp[fp.index("--port") + 1] != "8089":
+    problems.append(f"fake-provider must run with --host 0.0.0.0 --port 8089: {fp}")
+if "/dev/tcp/127.0.0.1/8089" not in " ".join(s["fake-provider"].get("healthcheck", {}).get("test", [])):
+    problems.append("the fake-provider healthcheck does not probe port 8089")
+for p in s["fake-provider"].get("ports", []):
+    host_ip = p.get("host_ip") if isinstance(p, dict) else str(p).split(":")[0]
+    if host_ip != "127.0.0.1":
+        problems.append(f"fake-provider's host port must bind 127.0.0.1 only: {p}")
+mgmt = s["aggregator"].get("environment", {}).get("EVALFLEET_FLEET__MANAGEMENT_URL", "")
+if not str(mgmt).startswith("http://") or "@rabbitmq:15672" not in str(mgmt):
+    problems.append(f"the aggregator does not read queue depths from rabbitmq's management API: {mgmt!r}")
 vols = [str(v) for v in s["prometheus"].get("volumes", [])]
 if not any("/etc/prometheus" in v for v in vols):
     problems.append("prometheus config is not mounted")
@@ -282,8 +293,9 @@ if [t for sc in a.get("static_configs", []) for t in sc["targets"]] != ["aggrega
     problems.append("evalfleet-aggregator must scrape aggregator:8080")
 if "alerts.yml" not in cfg.get("rule_files", []):
     problems.append("rule_files does not load alerts.yml")
-if any("fake-provider" in str(j) for j in jobs.values()):
-    problems.append("the fake provider has no /metrics and must not be scraped")
+fp_sd = (jobs.get("fake-provider", {}).get("dns_sd_configs") or [{}])[0]
+if fp_sd.get("names") != ["fake-provider"] or fp_sd.get("port") != 8089 or fp_sd.get("type", "SRV") != "A":
+    problems.append(f"fake-provider (demo profile) must be scraped through dns_sd_configs names [fake-provider], type A, port 8089: {fp_sd}")
 rules = [r for g in yaml.safe_load(open("deploy/prometheus/alerts.yml"))["groups"] for r in g["rules"]]
 for r in rules:
     ann = r.get("annotations", {})
@@ -353,7 +365,7 @@ required = {
     "retry rate": r"rate\(evalfleet_judge_retries_total",
     "rate-limiter wait": r"rate\(evalfleet_rate_limit_wait_seconds_total",
     "queue depth": r"max by \(queue, state\) \(evalfleet_queue_messages\)",
-    "ETA": r'evalfleet_queue_messages\{queue="evalfleet.examples",state="ready"\}\) / ',
+    "ETA": r'sum\(max by \(state\) \(evalfleet_queue_messages\{queue=~"\.\+\[\.\]examples"\}\)\) / ',
     "workers up": r'count\(up\{job="evalfleet-worker"\} == 1\)',
     "in-flight": r"sum\(evalfleet_worker_inflight\)",
     "run progress": r"evalfleet_run_progress_ratio",
@@ -365,6 +377,11 @@ required = {
 for what, rx in required.items():
     if not any(re.search(rx, e) for _, e in exprs):
         problems.append(f"no panel query for {what} (/{rx}/)")
+# Queues by suffix, never by a fixed name: fleet.prefix is configurable.
+alert_exprs = [(r["alert"], r["expr"]) for g in yaml.safe_load(open("deploy/prometheus/alerts.yml"))["groups"] for r in g["rules"]]
+for title, e in exprs + alert_exprs:
+    if re.search(r'queue\s*=\s*"', e):
+        problems.append(f"{title!r}: matches a queue by its full name (use queue=~\".+[.]examples\"): {e}")
 # $suite / $provider wherever the metric carries that label (the ETA divides the whole queue
 # by the whole fleet's rate on purpose).
 SUITE = ("evalfleet_examples_processed_total", "evalfleet_score_mean")
@@ -420,7 +437,7 @@ WORKER = {
     "evalfleet_messages_dead_lettered_total",
 }
 AGGREGATOR = {
-    "evalfleet_run_examples", "evalfleet_run_total", "evalfleet_run_progress_ratio",
+    "evalfleet_run_examples", "evalfleet_run_records", "evalfleet_run_progress_ratio",
     "evalfleet_run_pass_ratio", "evalfleet_queue_messages", "evalfleet_score_mean",
     "evalfleet_reports_written_total",
 }
