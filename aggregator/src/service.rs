@@ -211,10 +211,15 @@ impl Aggregator {
 
     /// Whether some run has all its results folded since the last look.
     fn any_all_folded(&self) -> bool {
-        self.tracked.lock().is_ok_and(|mut t| {
-            t.values_mut()
-                .fold(false, |any, run| run.take_all_folded() || any)
-        })
+        let Ok(mut tracked) = self.tracked.lock() else {
+            return false;
+        };
+        // Every run is looked at (no short cut), so each one's flag is taken.
+        let mut any = false;
+        for run in tracked.values_mut() {
+            any |= run.take_all_folded();
+        }
+        any
     }
 
     fn is_tracked(&self, run_id: &str) -> bool {
