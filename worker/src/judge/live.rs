@@ -466,3 +466,53 @@ fn combine(dim: &Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
     score.panel = panel;
     score
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::RETRY_REASONS;
+
+    /// The metrics create a zero series for each fixed retry reason; a reason named here but
+    /// missing there would only appear once it happened.
+    #[test]
+    fn every_fixed_retry_reason_has_a_zero_series() {
+        let m = || "m".to_owned();
+        let fixed = [
+            CallError::RateLimited {
+                retry_after: None,
+                limits: Default::default(),
+                message: m(),
+            },
+            CallError::QuotaExhausted { message: m() },
+            CallError::Overloaded {
+                status: 529,
+                retry_after: None,
+                message: m(),
+            },
+            CallError::Auth {
+                status: 401,
+                message: m(),
+            },
+            CallError::Rejected {
+                status: 400,
+                message: m(),
+            },
+            CallError::Timeout(m()),
+            CallError::Connect(m()),
+            CallError::Malformed {
+                status: 200,
+                message: m(),
+            },
+        ];
+        for e in &fixed {
+            let reason = retry_reason(e);
+            assert!(RETRY_REASONS.contains(&reason.as_str()), "{reason}");
+        }
+        let server = CallError::Server {
+            status: 503,
+            retry_after: None,
+            message: m(),
+        };
+        assert_eq!(retry_reason(&server), "http_503");
+    }
+}
