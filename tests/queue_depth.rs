@@ -59,21 +59,7 @@ async fn publish(channel: &lapin::Channel, exchange: &str, routing_key: &str, n:
 
 /// The gauge `evalfleet_queue_messages{queue,state}`, if the series exists.
 fn gauge(queue: &str, state: &str) -> Option<i64> {
-    metrics()
-        .registry
-        .gather()
-        .iter()
-        .filter(|f| f.name() == "evalfleet_queue_messages")
-        .flat_map(|f| f.get_metric())
-        .find(|m| {
-            let labels: Vec<(&str, &str)> = m
-                .get_label()
-                .iter()
-                .map(|l| (l.name(), l.value()))
-                .collect();
-            labels.contains(&("queue", queue)) && labels.contains(&("state", state))
-        })
-        .map(|m| m.get_gauge().get_value() as i64)
+    metrics().queue_depth(queue, state)
 }
 
 async fn aggregator(depths: QueueDepths) -> Aggregator {

@@ -99,6 +99,22 @@ impl AggregatorMetrics {
         }
     }
 
+    /// The exported `evalfleet_queue_messages{queue,state}`, None when that series does not
+    /// exist (read through the registry, so looking never creates it).
+    pub fn queue_depth(&self, queue: &str, state: &str) -> Option<i64> {
+        self.registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "evalfleet_queue_messages")
+            .flat_map(|f| f.get_metric())
+            .find(|s| {
+                let label = |name: &str| s.get_label().iter().find(|l| l.name() == name);
+                label("queue").is_some_and(|l| l.value() == queue)
+                    && label("state").is_some_and(|l| l.value() == state)
+            })
+            .map(|s| s.get_gauge().get_value() as i64)
+    }
+
     /// Drops every series of a run that is no longer active.
     pub fn forget_run(&self, run: &str) {
         for outcome in ["ok", "failed", "skipped"] {
@@ -119,20 +135,7 @@ mod tests {
     use super::*;
 
     fn value(m: &AggregatorMetrics, queue: &str, state: &str) -> Option<i64> {
-        m.registry
-            .gather()
-            .iter()
-            .filter(|f| f.name() == "evalfleet_queue_messages")
-            .flat_map(|f| f.get_metric())
-            .find(|s| {
-                let labels: Vec<(&str, &str)> = s
-                    .get_label()
-                    .iter()
-                    .map(|l| (l.name(), l.value()))
-                    .collect();
-                labels.contains(&("queue", queue)) && labels.contains(&("state", state))
-            })
-            .map(|s| s.get_gauge().get_value() as i64)
+        m.queue_depth(queue, state)
     }
 
     #[test]
