@@ -9,7 +9,9 @@
 pub mod aggregate;
 pub mod config;
 pub mod contract;
+pub mod custom;
 pub mod dataset;
+pub mod delimit;
 pub mod evaluate;
 pub mod gate;
 pub mod generate;

@@ -4,6 +4,8 @@
 //! reports stream it — so it carries everything a report needs and nothing a report must not
 //! show (no API keys, no prompts).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -25,7 +27,9 @@ impl Outcome {
     }
 }
 
-/// The grouping keys an example carries; absent keys are left out of the JSON.
+/// The grouping keys an example carries; absent keys are left out of the JSON. The built-in
+/// suites' keys have fields of their own; a custom suite's other keys (any record field) are in
+/// `other`, serialised beside them.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Group {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -38,6 +42,8 @@ pub struct Group {
     pub domain: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub difficulty: Option<String>,
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other: BTreeMap<String, String>,
 }
 
 impl Group {
@@ -48,7 +54,20 @@ impl Group {
             "config" => self.config.as_deref(),
             "domain" => self.domain.as_deref(),
             "difficulty" => self.difficulty.as_deref(),
-            _ => None,
+            other => self.other.get(other).map(String::as_str),
+        }
+    }
+
+    pub fn set(&mut self, key: &str, value: String) {
+        match key {
+            "model" => self.model = Some(value),
+            "prompt_version" => self.prompt_version = Some(value),
+            "config" => self.config = Some(value),
+            "domain" => self.domain = Some(value),
+            "difficulty" => self.difficulty = Some(value),
+            other => {
+                self.other.insert(other.to_owned(), value);
+            }
         }
     }
 }

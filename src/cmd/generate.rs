@@ -57,6 +57,9 @@ pub fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
             args.count,
             args.seed,
         )),
+        SuiteKind::Custom => {
+            return Err(BadInput("custom suites have no generator".to_owned()).into())
+        }
     };
     for item in items {
         serde_json::to_writer(&mut out, &item).context("writing the dataset")?;

@@ -118,6 +118,26 @@ impl Evaluator {
                 }
                 (metrics, comprehensiveness, tags)
             }
+            Example::Custom(e) => {
+                let metrics = match &suite.custom {
+                    Some(custom) => custom.check_metrics(e),
+                    None => Metrics::default(),
+                };
+                if !e.metadata.is_empty() {
+                    details.insert("metadata".into(), Value::Object(e.metadata.clone()));
+                }
+                // Checks are already on [0, 1]; the overall score is the mean of every value
+                // the item has, judge dimensions (as fractions of their scale) and checks alike.
+                let overall = mean_of(
+                    unit_scores(suite, &scores).chain(metrics.0.iter().filter_map(|(_, v)| *v)),
+                );
+                let tags = fail_tags(
+                    &suite.gates,
+                    &|n| metrics.get(n).or_else(|| score_of(n)),
+                    &|_| None,
+                );
+                (metrics, overall, tags)
+            }
         };
         ResultRecord {
             run_id: run_id.to_owned(),
@@ -144,18 +164,23 @@ impl Evaluator {
 
 /// The mean of the judge scores on [0, 1], None when no dimension was scored.
 fn mean_unit_score(suite: &Suite, scores: &Scores) -> Option<f64> {
-    let units: Vec<f64> = scores
-        .0
-        .iter()
-        .filter_map(|(name, s)| {
-            let d = suite.dimension(name)?;
-            let v = s.score?;
-            Some(if d.unit {
-                v
-            } else {
-                (v - d.min as f64) / (d.max - d.min) as f64
-            })
+    mean_of(unit_scores(suite, scores))
+}
+
+/// Each scored dimension as a fraction of its scale.
+fn unit_scores<'a>(suite: &'a Suite, scores: &'a Scores) -> impl Iterator<Item = f64> + 'a {
+    scores.0.iter().filter_map(|(name, s)| {
+        let d = suite.dimension(name)?;
+        let v = s.score?;
+        Some(if d.unit {
+            v
+        } else {
+            (v - d.min as f64) / (d.max - d.min) as f64
         })
-        .collect();
-    (!units.is_empty()).then(|| units.iter().sum::<f64>() / units.len() as f64)
+    })
+}
+
+fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0u32), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / f64::from(n))
 }

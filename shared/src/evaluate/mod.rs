@@ -9,11 +9,13 @@ mod finish;
 mod heuristic;
 mod validate;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::custom::{CustomExample, CustomSuite};
 use crate::loganalysis::{self, LogExample, ScenarioCache};
 use crate::rag::{self, RagExample};
 use crate::record::Group;
@@ -25,12 +27,13 @@ pub use finish::{Effort, Verdicts};
 pub use heuristic::heuristic_verdict;
 pub use validate::{Checked, Validator};
 
-/// A validated example of one of the three suites.
+/// A validated example of one of the three built-in suites or of a custom suite.
 #[derive(Debug, Clone)]
 pub enum Example {
     Support(SupportExample),
     Rag(Box<RagExample>),
     Log(LogExample),
+    Custom(Box<CustomExample>),
 }
 
 impl Example {
@@ -39,6 +42,7 @@ impl Example {
             Example::Support(e) => &e.id,
             Example::Rag(e) => &e.id,
             Example::Log(e) => &e.id,
+            Example::Custom(e) => &e.id,
         }
     }
 
@@ -66,6 +70,7 @@ impl Example {
                 config: e.config.clone(),
                 ..Group::default()
             },
+            Example::Custom(e) => e.group.clone(),
         }
     }
 
@@ -73,6 +78,7 @@ impl Example {
     pub fn response_provider(&self) -> Option<&str> {
         match self {
             Example::Support(e) => Some(&e.provider),
+            Example::Custom(e) => e.provider.as_deref(),
             _ => None,
         }
     }
@@ -82,29 +88,73 @@ impl Example {
 #[derive(Debug, Clone)]
 pub struct JudgeTask<'a> {
     pub dimension: &'a Dimension,
-    /// (name, text) pairs the prompt template delimits as data.
-    pub fields: Vec<(&'static str, &'a str)>,
+    /// The judged texts (name, text), each delimited as untrusted data in the prompt.
+    pub fields: Vec<(&'a str, Cow<'a, str>)>,
+    /// A custom suite's dimension: its template writes the prompt's body.
+    pub custom: Option<CustomTask<'a>>,
+}
+
+/// The custom part of a judge question: the suite, the dimension's index and the example.
+#[derive(Debug, Clone, Copy)]
+pub struct CustomTask<'a> {
+    pub suite: &'a CustomSuite,
+    pub dimension: usize,
+    pub example: &'a CustomExample,
+}
+
+impl CustomTask<'_> {
+    /// The dimension's template rendered for the example, judged fields delimited in place.
+    pub fn render(&self) -> Result<String, String> {
+        self.suite.render(self.dimension, self.example)
+    }
+
+    /// The tags of the judged fields (what the system prompt tells the judge to treat as data).
+    pub fn tags(&self) -> &[String] {
+        self.suite.tags(self.dimension)
+    }
 }
 
 /// The judge questions of `example`, one per suite dimension, in suite order.
 pub fn judge_tasks<'a>(suite: &'a Suite, example: &'a Example) -> Vec<JudgeTask<'a>> {
-    let fields: Vec<(&'static str, &'a str)> = match example {
-        Example::Support(e) => vec![("ticket", &e.ticket), ("response", &e.response)],
+    let fields: Vec<(&'a str, Cow<'a, str>)> = match example {
+        Example::Support(e) => vec![
+            ("ticket", Cow::Borrowed(e.ticket.as_str())),
+            ("response", Cow::Borrowed(e.response.as_str())),
+        ],
         Example::Rag(e) => {
             let trace = e.trace.as_ref();
             vec![
-                ("question", &e.question),
+                ("question", Cow::Borrowed(e.question.as_str())),
                 (
                     "answer",
-                    trace.and_then(|t| t.answer.as_deref()).unwrap_or(""),
+                    Cow::Borrowed(trace.and_then(|t| t.answer.as_deref()).unwrap_or("")),
                 ),
                 (
                     "context",
-                    trace.and_then(|t| t.context.as_deref()).unwrap_or(""),
+                    Cow::Borrowed(trace.and_then(|t| t.context.as_deref()).unwrap_or("")),
                 ),
             ]
         }
-        Example::Log(e) => vec![("output", &e.output)],
+        Example::Log(e) => vec![("output", Cow::Borrowed(e.output.as_str()))],
+        Example::Custom(e) => {
+            let Some(custom) = suite.custom.as_deref() else {
+                return Vec::new();
+            };
+            return suite
+                .dimensions
+                .iter()
+                .enumerate()
+                .map(|(i, d)| JudgeTask {
+                    dimension: d,
+                    fields: custom.judged(i, e),
+                    custom: Some(CustomTask {
+                        suite: custom,
+                        dimension: i,
+                        example: e,
+                    }),
+                })
+                .collect();
+        }
     };
     suite
         .dimensions
@@ -112,6 +162,7 @@ pub fn judge_tasks<'a>(suite: &'a Suite, example: &'a Example) -> Vec<JudgeTask<
         .map(|d| JudgeTask {
             dimension: d,
             fields: fields.clone(),
+            custom: None,
         })
         .collect()
 }
@@ -144,6 +195,12 @@ impl Evaluator {
             SuiteKind::LogAnalysis => {
                 loganalysis::parse_example(value, &mut self.scenarios).map(Example::Log)
             }
+            SuiteKind::Custom => match self.suite.custom.as_deref() {
+                Some(custom) => custom
+                    .parse(value, &self.rules, &self.suite.group_by)
+                    .map(|e| Example::Custom(Box::new(e))),
+                None => Err("the custom suite has no record section".to_owned()),
+            },
         }
     }
 }

@@ -147,7 +147,66 @@ fn aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
         }
         SuiteKind::RagLayers => rag_aggregates(suite, agg),
         SuiteKind::LogAnalysis => layered_aggregates(suite, agg),
+        SuiteKind::Custom => custom_aggregates(suite, agg),
     }
+}
+
+/// A custom suite: the run block, each judge dimension's and each check's summary (with how
+/// many items had it null), the top fail reasons, and the same per group.
+fn custom_aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
+    let mut out = run_block(agg);
+    out.insert("scores".into(), score_block(agg, &agg.all));
+    out.insert("checks".into(), check_block(agg, &agg.all));
+    out.insert("top_fail_reasons".into(), top_fail_reasons(suite, agg));
+    for (grouping, groups) in agg.grouped() {
+        let blocks: Map<String, Value> = groups
+            .iter()
+            .map(|(k, g)| {
+                let block = json!({
+                    "count": g.total(), "passed": g.passed, "failed": g.total() - g.passed,
+                    "pass_rate": g.pass_rate(), "avg_overall_score": g.overall.mean(),
+                    "scores": score_block(agg, g), "checks": check_block(agg, g),
+                });
+                (group_key(k), block)
+            })
+            .collect();
+        out.insert(grouping.name.clone(), Value::Object(blocks));
+    }
+    Value::Object(out)
+}
+
+/// Each judge dimension's summary: scored values, unscored replies, and panel agreement.
+fn score_block(agg: &RunAggregator, g: &GroupAcc) -> Value {
+    let block: Map<String, Value> = agg
+        .dimensions()
+        .iter()
+        .enumerate()
+        .map(|(slot, name)| {
+            let mut v = summary_json(g.scores.get(slot));
+            v["unscored"] = json!(g.unscored.get(slot).copied().unwrap_or(0));
+            if let Some(a) = g.agreement.get(slot).and_then(Option::as_ref) {
+                v["agreement"] = json!(a.summary());
+            }
+            (name.clone(), v)
+        })
+        .collect();
+    Value::Object(block)
+}
+
+/// Each check's summary, with `null`: the items whose check had no value (its field absent).
+fn check_block(agg: &RunAggregator, g: &GroupAcc) -> Value {
+    let block: Map<String, Value> = agg
+        .metric_names()
+        .iter()
+        .enumerate()
+        .map(|(slot, name)| {
+            let stats = g.metrics.get(slot);
+            let mut v = summary_json(stats);
+            v["null"] = json!(g.ok - stats.map_or(0, |s| s.count));
+            (name.clone(), v)
+        })
+        .collect();
+    Value::Object(block)
 }
 
 /// A support-judge group: the seed's `{count, <dim>: {mean, min, max}}` with the mean rounded

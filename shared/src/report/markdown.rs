@@ -36,6 +36,12 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         SuiteKind::SupportJudge => judge_scores(&mut out, agg),
         SuiteKind::RagLayers => layer_metrics(&mut out, agg, "Layer Metrics", true),
         SuiteKind::LogAnalysis => layer_metrics(&mut out, agg, "Metrics", false),
+        SuiteKind::Custom => {
+            if !agg.dimensions().is_empty() {
+                judge_scores(&mut out, agg);
+            }
+            checks(&mut out, agg);
+        }
     }
     groups(&mut out, agg);
     failure_reasons(&mut out, suite, agg);
@@ -147,6 +153,29 @@ fn judge_scores(out: &mut String, agg: &RunAggregator) {
             num(s.stddev),
             s.count,
             agg.all.unscored[slot]
+        ));
+    }
+    out.push('\n');
+}
+
+/// A custom suite's checks: spread and confidence beside the mean, and how many items had no
+/// value (the checked field absent).
+fn checks(out: &mut String, agg: &RunAggregator) {
+    if agg.metric_names().is_empty() {
+        return;
+    }
+    out.push_str("## Checks\n\n| Check | Mean | Std dev | 95% CI | Values | Null |\n|---|---|---|---|---|---|\n");
+    for (slot, name) in agg.metric_names().iter().enumerate() {
+        let s = agg.all.metric(slot);
+        let ci = s
+            .ci95
+            .map_or("–".into(), |[lo, hi]| format!("{lo:.3} – {hi:.3}"));
+        out.push_str(&format!(
+            "| {name} | {} | {} | {ci} | {} | {} |\n",
+            num(s.mean),
+            num(s.stddev),
+            s.count,
+            agg.all.ok - s.count
         ));
     }
     out.push('\n');

@@ -3,7 +3,10 @@
 
 use serde::Deserialize;
 
+use std::sync::Arc;
+
 use super::{Dimension, Grouping, RunGates, Suite, SuiteKind};
+use crate::custom::{CheckSpec, CustomSpec, CustomSuite, JudgeSpec, RecordSpec};
 use crate::gate::{Gate, GateOp};
 use crate::rag::RagOptions;
 
@@ -21,6 +24,10 @@ pub struct SuiteFile {
     pub group_by: Option<Vec<Grouping>>,
     pub run_gates: Option<RunGates>,
     pub rag: Option<RagOptions>,
+    /// Custom suites: the records' fields, the judge's prompts, the deterministic checks.
+    pub record: Option<RecordSpec>,
+    pub judge: Option<JudgeSpec>,
+    pub checks: Option<Vec<CheckSpec>>,
 }
 
 /// A gate as a suite file gives it: a new gate needs metric, op and threshold; naming an
@@ -64,6 +71,7 @@ impl SuiteFile {
         let description = self
             .description
             .or_else(|| base.as_ref().map(|b| b.description.clone()));
+        let own_dimensions = self.dimensions.is_some();
         let dimensions = self
             .dimensions
             .or_else(|| base.as_ref().map(|b| b.dimensions.clone()));
@@ -77,8 +85,53 @@ impl SuiteFile {
             .rag
             .or_else(|| base.as_ref().map(|b| b.rag.clone()))
             .unwrap_or_default();
+        let inherited_custom = base.as_ref().and_then(|b| b.custom.clone());
         let inherited = base.map(|b| b.gates).unwrap_or_default();
         let gates = merge_gates(inherited, self.gates.unwrap_or_default())?;
+        if kind == SuiteKind::Custom {
+            if own_dimensions {
+                return Err("'dimensions' is for built-in suites: a custom suite lists its dimensions under judge.dimensions".to_owned());
+            }
+            let custom = custom_suite(
+                inherited_custom.as_ref().map(|c| c.spec()),
+                self.record,
+                self.judge,
+                self.checks,
+            )?;
+            let names: Vec<&str> = custom.metric_names().collect();
+            if let Some(g) = gates.iter().find(|g| !names.contains(&g.metric.as_str())) {
+                return Err(format!(
+                    "gate '{}': metric '{}' is neither a judge dimension nor a check of this suite (it has: {})",
+                    g.tag,
+                    g.metric,
+                    names.join(", ")
+                ));
+            }
+            return finish(Suite {
+                name,
+                kind,
+                description: description.unwrap_or_default(),
+                dimensions: custom.dimensions()?,
+                gates,
+                group_by: group_by.unwrap_or_default(),
+                run_gates: run_gates.unwrap_or_default(),
+                rag,
+                custom: Some(Arc::new(custom)),
+            });
+        }
+        for key in ["record", "judge", "checks"] {
+            let given = match key {
+                "record" => self.record.is_some(),
+                "judge" => self.judge.is_some(),
+                _ => self.checks.is_some(),
+            };
+            if given {
+                return Err(format!(
+                    "'{key}' is for custom suites ('kind: custom'), not for {}",
+                    kind.name()
+                ));
+            }
+        }
         let dimensions = dimensions.ok_or_else(|| missing("dimensions"))?;
         for d in &dimensions {
             if d.min >= d.max {
@@ -88,27 +141,67 @@ impl SuiteFile {
                 ));
             }
         }
-        let run_gates = run_gates.unwrap_or_default();
-        if !(0.0..=1.0).contains(&run_gates.min_pass_rate) {
-            return Err(format!(
-                "run_gates.min_pass_rate {} is not in [0, 1]",
-                run_gates.min_pass_rate
-            ));
-        }
-        if rag.top_k == 0 {
-            return Err("rag.top_k must be at least 1".to_owned());
-        }
-        Ok(Suite {
+        finish(Suite {
             name,
             kind,
             description: description.unwrap_or_default(),
             dimensions,
             gates,
             group_by: group_by.ok_or_else(|| missing("group_by"))?,
-            run_gates,
+            run_gates: run_gates.unwrap_or_default(),
             rag,
+            custom: None,
         })
     }
+}
+
+/// The checks every kind of suite shares.
+fn finish(suite: Suite) -> Result<Suite, String> {
+    let rg = &suite.run_gates;
+    if !(0.0..=1.0).contains(&rg.min_pass_rate) {
+        return Err(format!(
+            "run_gates.min_pass_rate {} is not in [0, 1]",
+            rg.min_pass_rate
+        ));
+    }
+    if !(0.0..=1.0).contains(&rg.max_unscored_rate) {
+        return Err(format!(
+            "run_gates.max_unscored_rate {} is not in [0, 1]",
+            rg.max_unscored_rate
+        ));
+    }
+    if suite.rag.top_k == 0 {
+        return Err("rag.top_k must be at least 1".to_owned());
+    }
+    Ok(suite)
+}
+
+/// A custom suite from its own sections and, when it extends another custom suite, the
+/// parent's: `record` and `judge` replace the parent's, checks merge by name.
+fn custom_suite(
+    parent: Option<&CustomSpec>,
+    record: Option<RecordSpec>,
+    judge: Option<JudgeSpec>,
+    checks: Option<Vec<CheckSpec>>,
+) -> Result<CustomSuite, String> {
+    let record = record
+        .or_else(|| parent.map(|p| p.record.clone()))
+        .ok_or("'record' is required for a custom suite: it declares the fields of a record")?;
+    let judge = judge
+        .or_else(|| parent.map(|p| p.judge.clone()))
+        .unwrap_or_default();
+    let mut merged: Vec<CheckSpec> = parent.map(|p| p.checks.clone()).unwrap_or_default();
+    for c in checks.unwrap_or_default() {
+        match merged.iter_mut().find(|m| m.name == c.name) {
+            Some(m) => *m = c,
+            None => merged.push(c),
+        }
+    }
+    CustomSuite::compile(CustomSpec {
+        record,
+        judge,
+        checks: merged,
+    })
 }
 
 fn merge_gates(mut gates: Vec<Gate>, patches: Vec<GatePatch>) -> Result<Vec<Gate>, String> {

@@ -2,15 +2,19 @@
 //! grouped and which gates apply.
 //!
 //! The three built-in suites are the YAML files in `config/suites/`, compiled in, so the
-//! defaults users read are the defaults that run. A user suite file `extends` one of them and
-//! overrides what it names: gates merge by tag, everything else replaces the inherited value.
+//! defaults users read are the defaults that run. A user suite file `extends` one of them (or
+//! another suite file) and overrides what it names: gates merge by tag, a custom suite's checks
+//! by name, everything else replaces the inherited value. A suite of `kind: custom` describes
+//! its own records, judge prompts and checks ([`crate::custom`]).
 
 mod file;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::custom::CustomSuite;
 use crate::gate::Gate;
 use crate::rag::RagOptions;
 
@@ -22,9 +26,12 @@ pub enum SuiteKind {
     SupportJudge,
     RagLayers,
     LogAnalysis,
+    /// A user-defined suite: records, judge prompts and checks come from its file.
+    Custom,
 }
 
 impl SuiteKind {
+    /// The built-in kinds.
     pub const ALL: [SuiteKind; 3] = [
         SuiteKind::SupportJudge,
         SuiteKind::RagLayers,
@@ -36,14 +43,20 @@ impl SuiteKind {
             SuiteKind::SupportJudge => "support-judge",
             SuiteKind::RagLayers => "rag-layers",
             SuiteKind::LogAnalysis => "log-analysis",
+            SuiteKind::Custom => "custom",
         }
     }
 
-    fn builtin_yaml(self) -> &'static str {
+    fn builtin_yaml(self) -> Option<&'static str> {
         match self {
-            SuiteKind::SupportJudge => include_str!("../../../config/suites/support-judge.yaml"),
-            SuiteKind::RagLayers => include_str!("../../../config/suites/rag-layers.yaml"),
-            SuiteKind::LogAnalysis => include_str!("../../../config/suites/log-analysis.yaml"),
+            SuiteKind::SupportJudge => {
+                Some(include_str!("../../../config/suites/support-judge.yaml"))
+            }
+            SuiteKind::RagLayers => Some(include_str!("../../../config/suites/rag-layers.yaml")),
+            SuiteKind::LogAnalysis => {
+                Some(include_str!("../../../config/suites/log-analysis.yaml"))
+            }
+            SuiteKind::Custom => None,
         }
     }
 
@@ -109,7 +122,13 @@ pub struct Suite {
     pub run_gates: RunGates,
     /// rag-layers options (top-k, fuzzy L1, insight types, overall weights); defaults elsewhere.
     pub rag: RagOptions,
+    /// A custom suite's records, judge prompts and checks, compiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<Arc<CustomSuite>>,
 }
+
+/// How many suite files may extend one another in a chain.
+const MAX_EXTENDS_DEPTH: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
@@ -125,9 +144,13 @@ pub enum SuiteError {
 }
 
 impl Suite {
-    /// A built-in suite with its shipped defaults.
+    /// A built-in suite with its shipped defaults. `kind` must be one of [`SuiteKind::ALL`]:
+    /// custom suites come from files.
     pub fn builtin(kind: SuiteKind) -> Suite {
-        let file: SuiteFile = serde_norway::from_str(kind.builtin_yaml())
+        let yaml = kind
+            .builtin_yaml()
+            .unwrap_or_else(|| panic!("'{}' is not a built-in suite", kind.name()));
+        let file: SuiteFile = serde_norway::from_str(yaml)
             .unwrap_or_else(|e| panic!("built-in suite {} does not parse: {e}", kind.name()));
         file.into_suite(None, kind.name())
             .unwrap_or_else(|e| panic!("built-in suite {} is incomplete: {e}", kind.name()))
@@ -156,29 +179,65 @@ impl Suite {
     }
 
     pub fn from_file(path: &Path) -> Result<Suite, SuiteError> {
+        Suite::from_file_at_depth(path, 0)
+    }
+
+    fn from_file_at_depth(path: &Path, depth: usize) -> Result<Suite, SuiteError> {
         let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
             path: path.to_owned(),
             source,
         })?;
-        Suite::from_yaml(&text, &path.display().to_string())
+        Suite::parse(&text, &path.display().to_string(), path.parent(), depth)
     }
 
-    /// Parses a suite file; `origin` names it in errors.
+    /// Parses a suite file; `origin` names it in errors. `extends` may name a built-in suite
+    /// only (there is no directory to find a parent file in).
     pub fn from_yaml(text: &str, origin: &str) -> Result<Suite, SuiteError> {
+        Suite::parse(text, origin, None, 0)
+    }
+
+    /// `dir` is the directory of the file, where `extends: NAME` finds `NAME.yaml`.
+    fn parse(
+        text: &str,
+        origin: &str,
+        dir: Option<&Path>,
+        depth: usize,
+    ) -> Result<Suite, SuiteError> {
         let invalid = |message: String| SuiteError::Invalid {
             path: origin.to_owned(),
             message,
         };
         let file: SuiteFile = serde_norway::from_str(text).map_err(|e| invalid(e.to_string()))?;
         let base = match &file.extends {
-            Some(parent) => Some(
-                SuiteKind::from_name(parent)
-                    .map(Suite::builtin)
-                    .ok_or_else(|| {
-                        invalid(format!("'extends: {parent}' names no built-in suite"))
-                    })?,
-            ),
             None => None,
+            Some(parent) => {
+                if let Some(kind) = SuiteKind::from_name(parent) {
+                    Some(Suite::builtin(kind))
+                } else {
+                    let Some(dir) = dir else {
+                        return Err(invalid(format!(
+                            "'extends: {parent}' names no built-in suite"
+                        )));
+                    };
+                    if depth >= MAX_EXTENDS_DEPTH {
+                        return Err(invalid(format!(
+                            "'extends: {parent}': more than {MAX_EXTENDS_DEPTH} suites extend one another (a cycle?)"
+                        )));
+                    }
+                    let path = if parent.ends_with(".yaml") || parent.ends_with(".yml") {
+                        dir.join(parent)
+                    } else {
+                        dir.join(format!("{parent}.yaml"))
+                    };
+                    if !path.is_file() {
+                        return Err(invalid(format!(
+                            "'extends: {parent}' names no built-in suite and no file {}",
+                            path.display()
+                        )));
+                    }
+                    Some(Suite::from_file_at_depth(&path, depth + 1)?)
+                }
+            }
         };
         file.into_suite(base, origin).map_err(invalid)
     }

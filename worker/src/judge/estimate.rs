@@ -70,7 +70,9 @@ pub fn add_example(
     };
     let accounting = Accounting::new(config.prices.clone(), None);
     for task in judge_tasks(suite, example) {
-        let p = prompt::build(task.dimension, &task.fields);
+        let Ok(p) = prompt::for_task(&task) else {
+            continue;
+        };
         let input = (p.system.chars().count() + p.user.chars().count()).div_ceil(4) as u64;
         for name in &judges {
             let model = config.judge_models.get(*name).map_or("", String::as_str);

@@ -17,7 +17,6 @@ use evalfleet_shared::config::{JudgeConfig, ProviderConfig};
 use evalfleet_shared::evaluate::{Example, JudgeTask};
 use evalfleet_shared::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
 use evalfleet_shared::shared_limit::SharedLimiter;
-use evalfleet_shared::suite::Dimension;
 
 use super::accounting::Accounting;
 use super::cache::{CachedVerdict, JudgeCache};
@@ -169,7 +168,7 @@ impl LiveJudge {
                 let rt = self.providers.get(*name).ok_or_else(|| {
                     JudgeFailure::new(format!("judge provider '{name}' is not configured"), false)
                 })?;
-                let asked = self.ask(rt, task.dimension, &task.fields, tally).await?;
+                let asked = self.ask(rt, task, tally).await?;
                 verdicts.push((
                     JudgeId {
                         provider: rt.name.clone(),
@@ -189,11 +188,11 @@ impl LiveJudge {
     async fn ask(
         &self,
         rt: &ProviderRuntime,
-        dim: &Dimension,
-        fields: &[(&'static str, &str)],
+        task: &JudgeTask<'_>,
         tally: &Tally,
     ) -> Result<Asked, JudgeFailure> {
-        let prompt = prompt::build(dim, fields);
+        let dim = task.dimension;
+        let prompt = prompt::for_task(task).map_err(|reason| JudgeFailure::new(reason, false))?;
         let key = self
             .cache
             .enabled()
@@ -401,7 +400,7 @@ fn retry_reason(e: &CallError) -> String {
 
 /// The dimension's score from its judges' verdicts: the single verdict, or with a panel the
 /// mean of the scored ones (each judge's raw verdict kept for the agreement statistics).
-fn combine(dim: &Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
+fn combine(dim: &evalfleet_shared::suite::Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
     let reported = |raw: i64| {
         if dim.unit {
             (raw - dim.min) as f64 / (dim.max - dim.min) as f64

@@ -96,12 +96,7 @@ impl Judge {
             Judge::Heuristic => {
                 let scores = tasks
                     .iter()
-                    .map(|t| {
-                        (
-                            t.dimension.name.clone(),
-                            heuristic_verdict(t.dimension, example),
-                        )
-                    })
+                    .map(|t| (t.dimension.name.clone(), heuristic_verdict(t, example)))
                     .collect();
                 Ok(JudgeOutcome {
                     scores: Scores(scores),

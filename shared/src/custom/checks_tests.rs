@@ -1,0 +1,733 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+/// A spec from YAML, as a suite file would give it.
+fn spec(yaml: &str) -> CheckSpec {
+    serde_norway::from_str(yaml).unwrap_or_else(|e| panic!("{yaml}: {e}"))
+}
+
+fn check(yaml: &str) -> Check {
+    Check::compile(&spec(yaml)).unwrap_or_else(|e| panic!("{yaml}: {e}"))
+}
+
+fn compile_err(yaml: &str) -> String {
+    match Check::compile(&spec(yaml)) {
+        Ok(c) => panic!("{yaml} compiled to {c:?}"),
+        Err(e) => e,
+    }
+}
+
+/// Scores a field without a reference.
+fn eval(c: &Check, field: Value) -> Option<f64> {
+    c.eval(Some(&field), None)
+}
+
+/// Scores a field against a reference.
+fn eval_ref(c: &Check, field: Value, reference: Value) -> Option<f64> {
+    c.eval(Some(&field), Some(&reference))
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 1e-12)
+}
+
+const EXAMPLE: &str = r#"
+checks:
+  - {name: answer_f1, type: token_f1, field: answer, reference: reference}
+  - {name: exact, type: exact_match, field: answer, reference: reference}
+  - {name: cites_source, type: regex, field: answer, pattern: '\[\d+\]'}
+  - {name: no_apology, type: contains, field: answer, value: "sorry", case_sensitive: false, negate: true}
+  - {name: fast, type: range, field: latency_ms, max: 2000}
+  - {name: valid, type: json_schema, field: output, schema: {type: object, required: [name]}}
+"#;
+
+#[derive(Deserialize)]
+struct Suite {
+    checks: Vec<CheckSpec>,
+}
+
+// ---- the spec as YAML ----
+
+#[test]
+fn the_example_suite_deserialises_and_compiles() {
+    let suite: Suite = serde_norway::from_str(EXAMPLE).unwrap();
+    assert_eq!(suite.checks.len(), 6);
+    let f1 = &suite.checks[0];
+    assert_eq!(
+        (f1.name.as_str(), f1.kind.as_str(), f1.field.as_str()),
+        ("answer_f1", "token_f1", "answer")
+    );
+    assert_eq!(f1.reference.as_deref(), Some("reference"));
+    assert_eq!(suite.checks[2].pattern.as_deref(), Some(r"\[\d+\]"));
+    assert_eq!(suite.checks[3].value, Some(json!("sorry")));
+    assert_eq!(suite.checks[3].case_sensitive, Some(false));
+    assert_eq!(suite.checks[3].negate, Some(true));
+    assert_eq!(
+        (suite.checks[4].min, suite.checks[4].max),
+        (None, Some(2000.0))
+    );
+    assert_eq!(
+        suite.checks[5].schema,
+        Some(json!({"type": "object", "required": ["name"]}))
+    );
+    let kinds: Vec<&str> = suite
+        .checks
+        .iter()
+        .map(|s| Check::compile(s).unwrap().kind())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "token_f1",
+            "exact_match",
+            "regex",
+            "contains",
+            "range",
+            "json_schema"
+        ]
+    );
+}
+
+#[test]
+fn an_unknown_key_fails_naming_it() {
+    let e = serde_norway::from_str::<CheckSpec>("{name: c, type: regex, field: a, patern: x}")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("patern"), "{e}");
+}
+
+#[test]
+fn a_spec_round_trips_without_unset_keys() {
+    let s = spec("{name: fast, type: range, field: latency_ms, max: 2000}");
+    let out = serde_json::to_value(&s).unwrap();
+    assert_eq!(
+        out,
+        json!({"name": "fast", "type": "range", "field": "latency_ms", "max": 2000.0})
+    );
+    let back: CheckSpec = serde_json::from_value(out).unwrap();
+    assert_eq!(back, s);
+}
+
+#[test]
+fn every_type_has_its_keys() {
+    assert_eq!(CHECK_TYPES.len(), 11);
+    for kind in CHECK_TYPES {
+        assert!(keys_of(kind).is_some(), "{kind}");
+    }
+}
+
+// ---- absent data ----
+
+#[test]
+fn an_absent_or_null_field_gives_none_for_every_type() {
+    let all = [
+        "{name: c, type: equals, field: a, value: x}",
+        "{name: c, type: contains, field: a, value: x}",
+        "{name: c, type: starts_with, field: a, value: x}",
+        "{name: c, type: regex, field: a, pattern: x}",
+        "{name: c, type: is_json, field: a}",
+        "{name: c, type: json_schema, field: a, schema: {type: object}}",
+        "{name: c, type: exact_match, field: a, reference: r}",
+        "{name: c, type: token_f1, field: a, reference: r}",
+        "{name: c, type: similarity, field: a, value: x}",
+        "{name: c, type: length, field: a, max: 3}",
+        "{name: c, type: range, field: a, max: 3, negate: true}",
+    ];
+    assert_eq!(all.len(), CHECK_TYPES.len());
+    for yaml in all {
+        let c = check(yaml);
+        let r = json!("x");
+        assert_eq!(c.eval(None, Some(&r)), None, "{yaml}");
+        assert_eq!(c.eval(Some(&Value::Null), Some(&r)), None, "{yaml}");
+    }
+}
+
+#[test]
+fn an_absent_or_null_reference_gives_none_when_needed() {
+    for yaml in [
+        "{name: c, type: equals, field: a, reference: r}",
+        "{name: c, type: exact_match, field: a, reference: r}",
+        "{name: c, type: token_f1, field: a, reference: r}",
+        "{name: c, type: similarity, field: a, reference: r}",
+    ] {
+        let c = check(yaml);
+        assert!(c.needs_reference(), "{yaml}");
+        let a = json!("x");
+        assert_eq!(c.eval(Some(&a), None), None, "{yaml}");
+        assert_eq!(c.eval(Some(&a), Some(&Value::Null)), None, "{yaml}");
+    }
+    // A check without a reference ignores whatever is passed as one.
+    let c = check("{name: c, type: equals, field: a, value: x}");
+    assert!(!c.needs_reference());
+    assert_eq!(c.eval(Some(&json!("x")), None), Some(1.0));
+    assert_eq!(c.eval(Some(&json!("x")), Some(&json!("y"))), Some(1.0));
+}
+
+#[test]
+fn fields_lists_the_field_then_the_reference() {
+    let c = check("{name: c, type: token_f1, field: answer, reference: gold}");
+    assert_eq!(c.fields().collect::<Vec<_>>(), ["answer", "gold"]);
+    assert_eq!(c.name, "c");
+    let c = check("{name: c, type: is_json, field: output}");
+    assert_eq!(c.fields().collect::<Vec<_>>(), ["output"]);
+}
+
+// ---- equals ----
+
+#[test]
+fn equals_compares_strings_exactly_by_default() {
+    let c = check("{name: c, type: equals, field: a, value: Paris}");
+    assert_eq!(eval(&c, json!("Paris")), Some(1.0));
+    assert_eq!(eval(&c, json!("paris")), Some(0.0));
+    assert_eq!(eval(&c, json!("Paris ")), Some(0.0)); // no trimming
+    let c = check(r#"{name: c, type: equals, field: a, value: ""}"#);
+    assert_eq!(eval(&c, json!("")), Some(1.0));
+    assert_eq!(eval(&c, json!(" ")), Some(0.0));
+}
+
+#[test]
+fn equals_can_ignore_case_including_unicode() {
+    let c = check("{name: c, type: equals, field: a, value: ÜBER, case_sensitive: false}");
+    assert_eq!(eval(&c, json!("über")), Some(1.0));
+    assert_eq!(eval(&c, json!("Über")), Some(1.0));
+    assert_eq!(eval(&c, json!("uber")), Some(0.0));
+    let c = check("{name: c, type: equals, field: a, reference: r, case_sensitive: false}");
+    assert_eq!(eval_ref(&c, json!("PARIS"), json!("paris")), Some(1.0));
+    assert_eq!(eval_ref(&c, json!("Ünïcödé"), json!("üNÏCÖDÉ")), Some(1.0));
+}
+
+#[test]
+fn equals_compares_numbers_numerically() {
+    let c = check("{name: c, type: equals, field: a, value: 1}");
+    assert_eq!(eval(&c, json!(1)), Some(1.0));
+    assert_eq!(eval(&c, json!(1.0)), Some(1.0));
+    assert_eq!(eval(&c, json!(1.5)), Some(0.0));
+    assert_eq!(eval(&c, json!("1")), Some(0.0)); // a string is not a number
+    let c = check("{name: c, type: equals, field: a, reference: r}");
+    assert_eq!(eval_ref(&c, json!(-3), json!(-3.0)), Some(1.0));
+    // Large integers compare exactly, not through f64 (both round to 2^63 as floats).
+    assert_eq!(
+        eval_ref(
+            &c,
+            json!(9_223_372_036_854_775_807_i64),
+            json!(9_223_372_036_854_775_806_i64)
+        ),
+        Some(0.0)
+    );
+    assert_eq!(eval_ref(&c, json!(u64::MAX), json!(u64::MAX)), Some(1.0));
+}
+
+#[test]
+fn equals_compares_other_values_as_json() {
+    let c = check("{name: c, type: equals, field: a, value: {x: 1, y: [true, null]}}");
+    assert_eq!(eval(&c, json!({"y": [true, null], "x": 1})), Some(1.0));
+    assert_eq!(eval(&c, json!({"x": 1, "y": [true]})), Some(0.0));
+    let c = check("{name: c, type: equals, field: a, value: true, negate: true}");
+    assert_eq!(eval(&c, json!(true)), Some(0.0));
+    assert_eq!(eval(&c, json!(false)), Some(1.0));
+    assert_eq!(eval(&c, json!("true")), Some(1.0));
+}
+
+// ---- contains / starts_with ----
+
+#[test]
+fn contains_a_value() {
+    let c = check("{name: c, type: contains, field: a, value: cat}");
+    assert_eq!(eval(&c, json!("the cat sat")), Some(1.0));
+    assert_eq!(eval(&c, json!("the Cat sat")), Some(0.0));
+    assert_eq!(eval(&c, json!("")), Some(0.0));
+    // Non-strings are searched in their JSON text.
+    let c = check(r#"{name: c, type: contains, field: a, value: '"k":'}"#);
+    assert_eq!(eval(&c, json!({"k": 1})), Some(1.0));
+    let c = check(r#"{name: c, type: contains, field: a, value: ""}"#);
+    assert_eq!(eval(&c, json!("")), Some(1.0));
+}
+
+#[test]
+fn contains_case_insensitively_with_unicode() {
+    let c = check("{name: c, type: contains, field: a, value: ünïcödé, case_sensitive: false}");
+    assert_eq!(eval(&c, json!("Say ÜNÏCÖDÉ!")), Some(1.0));
+    assert_eq!(eval(&c, json!("Ünïcödé")), Some(1.0));
+    assert_eq!(eval(&c, json!("Unicode")), Some(0.0));
+    // The needle is lowercased too.
+    let c = check("{name: c, type: contains, field: a, value: SORRY, case_sensitive: false}");
+    assert_eq!(eval(&c, json!("I am sorry.")), Some(1.0));
+}
+
+#[test]
+fn contains_any_and_all() {
+    let any = check("{name: c, type: contains, field: a, any: [cat, dog]}");
+    let all = check("{name: c, type: contains, field: a, all: [cat, dog]}");
+    for (text, want_any, want_all) in [
+        ("cat and dog", 1.0, 1.0),
+        ("only a dog", 1.0, 0.0),
+        ("a bird", 0.0, 0.0),
+        ("", 0.0, 0.0),
+    ] {
+        assert_eq!(eval(&any, json!(text)), Some(want_any), "{text}");
+        assert_eq!(eval(&all, json!(text)), Some(want_all), "{text}");
+    }
+}
+
+#[test]
+fn negate_flips_a_pass_fail_result() {
+    let c = check(
+        r#"{name: no_apology, type: contains, field: answer, value: "sorry", case_sensitive: false, negate: true}"#,
+    );
+    assert_eq!(eval(&c, json!("Sorry, I cannot.")), Some(0.0));
+    assert_eq!(eval(&c, json!("Here it is.")), Some(1.0));
+    // An absent field stays absent rather than becoming a pass.
+    assert_eq!(c.eval(None, None), None);
+    let c = check("{name: c, type: contains, field: a, value: x, negate: false}");
+    assert_eq!(eval(&c, json!("x")), Some(1.0));
+}
+
+#[test]
+fn starts_with_a_prefix() {
+    let c = check("{name: c, type: starts_with, field: a, value: 'Answer:'}");
+    assert_eq!(eval(&c, json!("Answer: 42")), Some(1.0));
+    assert_eq!(eval(&c, json!(" Answer: 42")), Some(0.0));
+    assert_eq!(eval(&c, json!("answer: 42")), Some(0.0));
+    assert_eq!(eval(&c, json!("")), Some(0.0));
+    let c = check("{name: c, type: starts_with, field: a, value: 'ÉTAT', case_sensitive: false}");
+    assert_eq!(eval(&c, json!("état civil")), Some(1.0));
+    let c = check("{name: c, type: starts_with, field: a, value: '{', negate: true}");
+    assert_eq!(eval(&c, json!({"a": 1})), Some(0.0));
+    assert_eq!(eval(&c, json!([1])), Some(1.0));
+}
+
+// ---- regex ----
+
+#[test]
+fn regex_matches_anywhere_unless_anchored() {
+    let c = check(r"{name: c, type: regex, field: a, pattern: '\[\d+\]'}");
+    assert_eq!(eval(&c, json!("as shown [12].")), Some(1.0));
+    assert_eq!(eval(&c, json!("as shown [x].")), Some(0.0));
+    let anchored = check(r"{name: c, type: regex, field: a, pattern: '^\d+$'}");
+    assert_eq!(eval(&anchored, json!("123")), Some(1.0));
+    assert_eq!(eval(&anchored, json!("a 123")), Some(0.0));
+    assert_eq!(eval(&anchored, json!(123)), Some(1.0)); // the number's text
+    let unanchored = check(r"{name: c, type: regex, field: a, pattern: '\d+'}");
+    assert_eq!(eval(&unanchored, json!("a 123")), Some(1.0));
+}
+
+#[test]
+fn a_regex_that_matches_nothing_scores_zero() {
+    let c = check("{name: c, type: regex, field: a, pattern: 'zzz'}");
+    assert_eq!(eval(&c, json!("abc")), Some(0.0));
+    assert_eq!(eval(&c, json!("")), Some(0.0));
+}
+
+#[test]
+fn regex_can_ignore_case() {
+    let sensitive = check("{name: c, type: regex, field: a, pattern: 'error'}");
+    let insensitive =
+        check("{name: c, type: regex, field: a, pattern: 'error', case_sensitive: false}");
+    assert_eq!(eval(&sensitive, json!("ERROR: x")), Some(0.0));
+    assert_eq!(eval(&insensitive, json!("ERROR: x")), Some(1.0));
+    let c = check("{name: c, type: regex, field: a, pattern: 'ü', case_sensitive: false}");
+    assert_eq!(eval(&c, json!("Ü")), Some(1.0));
+    let c = check("{name: c, type: regex, field: a, pattern: 'error', negate: true}");
+    assert_eq!(eval(&c, json!("fine")), Some(1.0));
+}
+
+// ---- is_json / json_schema ----
+
+#[test]
+fn is_json_parses_strings_and_accepts_other_values() {
+    let c = check("{name: c, type: is_json, field: a}");
+    for ok in [r#"{"a": [1, 2]}"#, "[]", "42", " \"x\" ", "null", "true"] {
+        assert_eq!(eval(&c, json!(ok)), Some(1.0), "{ok}");
+    }
+    for bad in ["", "{", "{'a': 1}", "[1,]", "hello", "{} {}"] {
+        assert_eq!(eval(&c, json!(bad)), Some(0.0), "{bad}");
+    }
+    assert_eq!(eval(&c, json!({"a": 1})), Some(1.0));
+    assert_eq!(eval(&c, json!([1])), Some(1.0));
+    assert_eq!(eval(&c, json!(3.5)), Some(1.0));
+    let c = check("{name: c, type: is_json, field: a, negate: true}");
+    assert_eq!(eval(&c, json!("nope")), Some(1.0));
+}
+
+#[test]
+fn json_schema_validates_values_and_json_strings() {
+    let c = check(
+        "{name: valid, type: json_schema, field: output, schema: {type: object, required: [name]}}",
+    );
+    assert_eq!(eval(&c, json!({"name": "x"})), Some(1.0));
+    assert_eq!(eval(&c, json!({"other": 1})), Some(0.0));
+    assert_eq!(eval(&c, json!(r#"{"name": "x", "age": 3}"#)), Some(1.0));
+    assert_eq!(eval(&c, json!(r#"{"age": 3}"#)), Some(0.0));
+    assert_eq!(eval(&c, json!("[1, 2]")), Some(0.0));
+    // An unparseable string fails rather than being validated as a string.
+    assert_eq!(eval(&c, json!(r#"{"name": "#)), Some(0.0));
+    assert_eq!(eval(&c, json!("")), Some(0.0));
+    // A string schema: the JSON string "\"x\"" is parsed to "x" first.
+    let s = check("{name: c, type: json_schema, field: a, schema: {type: string}}");
+    assert_eq!(eval(&s, json!("\"x\"")), Some(1.0));
+    assert_eq!(eval(&s, json!("x")), Some(0.0));
+}
+
+#[test]
+fn json_schema_resolves_local_refs() {
+    let yaml = r##"
+name: c
+type: json_schema
+field: a
+schema:
+  $defs:
+    item: {type: object, required: [id], properties: {id: {type: integer}}}
+  definitions:
+    tag: {type: string, minLength: 1}
+  type: object
+  properties:
+    items: {type: array, items: {$ref: '#/$defs/item'}}
+    tags: {type: array, items: {$ref: '#/definitions/tag'}}
+  required: [items]
+"##;
+    let c = check(yaml);
+    assert_eq!(
+        eval(&c, json!({"items": [{"id": 1}, {"id": 2}]})),
+        Some(1.0)
+    );
+    assert_eq!(eval(&c, json!({"items": [{"id": "1"}]})), Some(0.0));
+    assert_eq!(eval(&c, json!({"items": [{}]})), Some(0.0));
+    assert_eq!(eval(&c, json!({"items": [], "tags": ["a"]})), Some(1.0));
+    assert_eq!(eval(&c, json!({"items": [], "tags": [""]})), Some(0.0));
+    assert_eq!(eval(&c, json!(r#"{"items": [{"id": 7}]}"#)), Some(1.0));
+}
+
+#[test]
+fn json_schema_negated() {
+    let c = check("{name: c, type: json_schema, field: a, schema: {type: array}, negate: true}");
+    assert_eq!(eval(&c, json!([1])), Some(0.0));
+    assert_eq!(eval(&c, json!({"a": 1})), Some(1.0));
+}
+
+// ---- exact_match / token_f1 ----
+
+#[test]
+fn exact_match_is_squad_style() {
+    let c = check("{name: c, type: exact_match, field: a, reference: r}");
+    assert_eq!(
+        eval_ref(&c, json!("  The Cat!"), json!("the cat")),
+        Some(1.0)
+    );
+    assert_eq!(
+        eval_ref(&c, json!("the cat sat"), json!("the cat")),
+        Some(0.0)
+    );
+    assert_eq!(eval_ref(&c, json!(""), json!("")), Some(1.0));
+    assert_eq!(eval_ref(&c, json!(""), json!("x")), Some(0.0));
+    assert_eq!(eval_ref(&c, json!(42), json!("42")), Some(1.0)); // text of the number
+    let c = check("{name: c, type: exact_match, field: a, reference: r, negate: true}");
+    assert_eq!(eval_ref(&c, json!("a"), json!("b")), Some(1.0));
+}
+
+#[test]
+fn token_f1_of_a_partial_overlap() {
+    let c = check("{name: c, type: token_f1, field: a, reference: r}");
+    // pred [the cat sat], gold [the cat]: common 2, P = 2/3, R = 1, F1 = 2·(2/3)/(5/3) = 0.8.
+    assert!(close(
+        eval_ref(&c, json!("the cat sat"), json!("the cat")),
+        0.8
+    ));
+    assert!(close(
+        eval_ref(&c, json!("The Cat"), json!("the cat.")),
+        1.0
+    ));
+    assert!(close(eval_ref(&c, json!("dog"), json!("the cat")), 0.0));
+    assert!(close(eval_ref(&c, json!(""), json!("")), 1.0));
+    assert!(close(eval_ref(&c, json!(""), json!("cat")), 0.0));
+}
+
+#[test]
+fn token_f1_keeps_hangul_tokens() {
+    let c = check("{name: c, type: token_f1, field: a, reference: r}");
+    // pred [서울은 수도이다] (2), gold [서울은 한국의 수도이다] (3): common 2,
+    // P = 1, R = 2/3, F1 = 2·(2/3)/(5/3) = 0.8.
+    assert!(close(
+        eval_ref(
+            &c,
+            json!("서울은 수도이다."),
+            json!("서울은 한국의 수도이다")
+        ),
+        0.8
+    ));
+    // A particle makes a different token: "서울" ≠ "서울은".
+    assert!(close(eval_ref(&c, json!("서울"), json!("서울은")), 0.0));
+}
+
+// ---- similarity ----
+
+#[test]
+fn similarity_is_normalised_levenshtein() {
+    let c = check("{name: c, type: similarity, field: a, reference: r}");
+    // kitten → sitting: 3 edits over 7 characters.
+    assert!(close(
+        eval_ref(&c, json!("kitten"), json!("sitting")),
+        1.0 - 3.0 / 7.0
+    ));
+    assert!(close(eval_ref(&c, json!(""), json!("")), 1.0));
+    assert!(close(eval_ref(&c, json!("abc"), json!("")), 0.0));
+    assert!(close(eval_ref(&c, json!("abc"), json!("abc")), 1.0));
+    assert!(close(
+        eval_ref(&c, json!("Abc"), json!("abc")),
+        1.0 - 1.0 / 3.0
+    ));
+    // Characters, not bytes: "héllo" vs "hello" is one edit over five.
+    assert!(close(eval_ref(&c, json!("héllo"), json!("hello")), 0.8));
+}
+
+#[test]
+fn similarity_to_a_value_and_case_insensitively() {
+    let c = check("{name: c, type: similarity, field: a, value: Kitten, case_sensitive: false}");
+    assert!(close(eval(&c, json!("SITTING")), 1.0 - 3.0 / 7.0));
+    assert!(close(eval(&c, json!("kITTEN")), 1.0));
+    let c = check("{name: c, type: similarity, field: a, reference: r, case_sensitive: false}");
+    assert!(close(eval_ref(&c, json!("ÜBER"), json!("über")), 1.0));
+}
+
+// ---- length ----
+
+#[test]
+fn length_counts_unicode_characters() {
+    let c = check("{name: c, type: length, field: a, min: 5, max: 5}");
+    assert_eq!(eval(&c, json!("héllo")), Some(1.0)); // 5 chars, 6 bytes
+    assert_eq!(eval(&c, json!("hello!")), Some(0.0));
+    assert_eq!(eval(&c, json!("안녕하세요")), Some(1.0));
+    let c = check("{name: c, type: length, field: a, max: 0}");
+    assert_eq!(eval(&c, json!("")), Some(1.0));
+    assert_eq!(eval(&c, json!(" ")), Some(0.0));
+    let c = check("{name: c, type: length, field: a, min: 2, unit: chars}");
+    assert_eq!(eval(&c, json!(42)), Some(1.0)); // "42"
+    assert_eq!(eval(&c, json!(7)), Some(0.0));
+}
+
+#[test]
+fn length_in_words_is_inclusive() {
+    let c = check("{name: c, type: length, field: a, min: 2, max: 3, unit: words}");
+    for (text, want) in [
+        ("", 0.0),
+        ("one", 0.0),
+        ("one two", 1.0),
+        ("  one\ttwo\nthree  ", 1.0),
+        ("one two three four", 0.0),
+    ] {
+        assert_eq!(eval(&c, json!(text)), Some(want), "{text:?}");
+    }
+    let c = check("{name: c, type: length, field: a, max: 100, unit: words, negate: true}");
+    assert_eq!(eval(&c, json!("short")), Some(0.0));
+}
+
+// ---- range ----
+
+#[test]
+fn range_is_inclusive_and_accepts_numeric_strings() {
+    let c = check("{name: fast, type: range, field: latency_ms, max: 2000}");
+    assert_eq!(eval(&c, json!(2000)), Some(1.0));
+    assert_eq!(eval(&c, json!(2000.5)), Some(0.0));
+    assert_eq!(eval(&c, json!(-1)), Some(1.0));
+    assert_eq!(eval(&c, json!("1500")), Some(1.0));
+    assert_eq!(eval(&c, json!(" 1.5e3 ")), Some(1.0));
+    assert_eq!(eval(&c, json!("2500")), Some(0.0));
+    let c = check("{name: c, type: range, field: a, min: 0, max: 1}");
+    assert_eq!(eval(&c, json!(0)), Some(1.0));
+    assert_eq!(eval(&c, json!(1.0)), Some(1.0));
+    assert_eq!(eval(&c, json!(1.0000001)), Some(0.0));
+    let c = check("{name: c, type: range, field: a, min: 3, max: 3}");
+    assert_eq!(eval(&c, json!(3)), Some(1.0));
+}
+
+#[test]
+fn range_fails_a_non_number_even_when_negated() {
+    let c = check("{name: c, type: range, field: a, min: 0, max: 10}");
+    let negated = check("{name: c, type: range, field: a, min: 0, max: 10, negate: true}");
+    for bad in [
+        json!("fast"),
+        json!(""),
+        json!("inf"),
+        json!("NaN"),
+        json!(true),
+        json!([1]),
+        json!({"ms": 1}),
+    ] {
+        assert_eq!(eval(&c, bad.clone()), Some(0.0), "{bad}");
+        assert_eq!(eval(&negated, bad.clone()), Some(0.0), "{bad}");
+    }
+    assert_eq!(eval(&negated, json!(11)), Some(1.0));
+    assert_eq!(eval(&negated, json!(5)), Some(0.0));
+}
+
+// ---- compile errors ----
+
+fn assert_err(yaml: &str, name: &str, needles: &[&str]) {
+    let e = compile_err(yaml);
+    assert!(e.starts_with(&format!("check '{name}': ")), "{e}");
+    for n in needles {
+        assert!(e.contains(n), "{e:?} lacks {n:?}");
+    }
+}
+
+#[test]
+fn an_unknown_type_lists_the_valid_ones() {
+    assert_err(
+        "{name: x, type: regexp, field: a, pattern: y}",
+        "x",
+        &["unknown type 'regexp'", &CHECK_TYPES.join(", ")],
+    );
+}
+
+#[test]
+fn a_key_the_type_does_not_take_is_named() {
+    let e = compile_err("{name: x, type: contains, field: a, value: y, pattern: z}");
+    assert!(
+        e.starts_with("check 'x': 'pattern' does not apply to type contains"),
+        "{e}"
+    );
+    assert!(e.contains("value, any, all, case_sensitive, negate"), "{e}");
+    assert_err(
+        "{name: x, type: is_json, field: a, case_sensitive: true}",
+        "x",
+        &["'case_sensitive' does not apply to type is_json"],
+    );
+    assert_err(
+        "{name: x, type: range, field: a, max: 1, unit: words}",
+        "x",
+        &["'unit' does not apply to type range"],
+    );
+    assert_err(
+        "{name: x, type: exact_match, field: a, reference: r, value: y}",
+        "x",
+        &["'value' does not apply to type exact_match"],
+    );
+}
+
+#[test]
+fn negate_is_refused_on_continuous_types() {
+    for kind in ["token_f1", "similarity"] {
+        assert_err(
+            &format!("{{name: f, type: {kind}, field: a, reference: r, negate: true}}"),
+            "f",
+            &[
+                &format!("'negate' does not apply to type {kind}"),
+                "continuous",
+            ],
+        );
+    }
+}
+
+#[test]
+fn bad_regexes_and_schemas_report_the_library_error() {
+    let e = compile_err("{name: r, type: regex, field: a, pattern: '(unclosed'}");
+    assert!(e.starts_with("check 'r': invalid 'pattern': "), "{e}");
+    // Built at run time so clippy does not reject the deliberately broken pattern.
+    let pattern = String::from("(unclosed");
+    let lib = regex::Regex::new(&pattern).unwrap_err().to_string();
+    assert!(e.ends_with(&lib), "{e}");
+    assert_err(
+        "{name: s, type: json_schema, field: a, schema: {type: 12}}",
+        "s",
+        &["invalid JSON Schema at '/type': "],
+    );
+    assert_err(
+        "{name: s, type: json_schema, field: a, schema: {$ref: '#/$defs/missing'}}",
+        "s",
+        &["invalid JSON Schema", "/$defs/missing"],
+    );
+}
+
+#[test]
+fn contains_needs_exactly_one_needle_key() {
+    assert_err(
+        "{name: c, type: contains, field: a, value: x, any: [y]}",
+        "c",
+        &["exactly one of 'value', 'any', 'all' (got value, any)"],
+    );
+    assert_err(
+        "{name: c, type: contains, field: a}",
+        "c",
+        &["exactly one of 'value', 'any', 'all' (got none)"],
+    );
+    assert_err(
+        "{name: c, type: contains, field: a, any: []}",
+        "c",
+        &["'any' is empty"],
+    );
+    assert_err(
+        "{name: c, type: contains, field: a, value: 42}",
+        "c",
+        &["'value' must be a string for type contains", "got 42"],
+    );
+}
+
+#[test]
+fn missing_required_keys_are_named() {
+    for (yaml, msg) in [
+        (
+            "{name: c, type: equals, field: a}",
+            "needs 'value' or 'reference'",
+        ),
+        (
+            "{name: c, type: equals, field: a, value: 1, reference: r}",
+            "not both",
+        ),
+        ("{name: c, type: starts_with, field: a}", "needs 'value'"),
+        ("{name: c, type: regex, field: a}", "needs 'pattern'"),
+        ("{name: c, type: json_schema, field: a}", "needs 'schema'"),
+        (
+            "{name: c, type: exact_match, field: a}",
+            "type exact_match needs 'reference'",
+        ),
+        (
+            "{name: c, type: token_f1, field: a}",
+            "type token_f1 needs 'reference'",
+        ),
+        (
+            "{name: c, type: similarity, field: a}",
+            "needs 'reference' or a string 'value'",
+        ),
+        (
+            "{name: c, type: similarity, field: a, value: 3}",
+            "'value' must be a string for type similarity",
+        ),
+        (
+            "{name: c, type: length, field: a}",
+            "needs 'min', 'max' or both",
+        ),
+        (
+            "{name: c, type: range, field: a, unit: chars}",
+            "'unit' does not apply",
+        ),
+        (
+            "{name: c, type: range, field: a}",
+            "type range needs 'min', 'max' or both",
+        ),
+        ("{name: '', type: is_json, field: a}", "'name' is empty"),
+        ("{name: c, type: is_json, field: ' '}", "'field' is empty"),
+    ] {
+        let e = compile_err(yaml);
+        assert!(e.starts_with("check '"), "{e}");
+        assert!(e.contains(msg), "{yaml}: {e:?} lacks {msg:?}");
+    }
+}
+
+#[test]
+fn bounds_and_units_are_checked() {
+    assert_err(
+        "{name: c, type: range, field: a, min: 5, max: 1}",
+        "c",
+        &["'min' (5) is greater than 'max' (1)"],
+    );
+    assert_err(
+        "{name: c, type: length, field: a, min: .nan}",
+        "c",
+        &["'min' is not a number"],
+    );
+    assert_err(
+        "{name: c, type: length, field: a, max: 3, unit: tokens}",
+        "c",
+        &["unit 'tokens' is not one of: chars, words"],
+    );
+}
