@@ -205,10 +205,10 @@ impl Row {
         }
     }
 
-    /// Reads the next record into `fields`/`ends`: at most `max` input bytes are kept (past
-    /// that the record is only scanned to its end) and at most `keep` field ends (more fields
-    /// than the header makes the row bad anyway). Returns the line the record starts on, or
-    /// None at the end of the input.
+    /// Reads the next record into `fields`/`ends`. Past `max` input bytes the record is only
+    /// scanned to its end, and `ends` grows no further than `keep` entries (beyond the header's
+    /// width fields are only counted: the row is bad anyway), so neither buffer grows with a
+    /// bad record. Returns the line the record starts on, or None at the end of the input.
     fn read(&mut self, input: &mut Input, max: usize, keep: usize) -> io::Result<Option<u64>> {
         if !input.skip_to_record()? {
             return Ok(None);
@@ -404,7 +404,7 @@ impl CsvSource {
                 self.columns.len()
             ));
         }
-        let mut object = Map::new();
+        let mut object = Map::with_capacity(self.columns.len());
         for (i, field) in row.fields().enumerate() {
             let (name, kind) = (&self.columns[i], self.types[i]);
             let text = std::str::from_utf8(field)
