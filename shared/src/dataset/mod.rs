@@ -1,10 +1,14 @@
-//! Streaming dataset reader for JSONL and JSON-array files.
+//! Streaming dataset reader for JSONL, JSON-array and CSV files.
 //!
 //! Datasets run to 10^7 examples, so nothing here holds more than one record in memory. A JSON
 //! array is split into elements lexically (string-aware bracket depth) before any element is
 //! parsed, so one malformed element is reported with its index and the rest still load — the same
-//! promise JSONL gets per line (DESIGN §9: a bad record is skipped, never fatal).
+//! promise JSONL gets per line and CSV per row (DESIGN §9: a bad record is skipped, never fatal).
+//! CSV lives in [`csv`](self::csv): a header row, then one JSON object per row.
 
+mod csv;
+
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -12,10 +16,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use self::csv::CellType;
+use self::csv::{CsvSource, OpenError, ReadFailure, Record};
+
 /// The largest record read into memory; a longer line or element is skipped with its position.
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 
-/// Where a record sits in its file: JSONL lines are 1-based, array positions 0-based (DESIGN §9).
+/// Where a record sits in its file: JSONL and CSV lines are 1-based (a CSV record spanning
+/// several lines is named by its first), array positions 0-based (DESIGN §9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Position {
@@ -24,7 +32,7 @@ pub enum Position {
 }
 
 impl Position {
-    /// The JSONL line number, if this record came from a JSONL file.
+    /// The line number, if this record came from a JSONL or CSV file.
     pub fn line(self) -> Option<u64> {
         match self {
             Position::Line(n) => Some(n),
@@ -65,69 +73,196 @@ pub enum DatasetError {
     Truncated { path: PathBuf, index: u64 },
     #[error("dataset '{path}' has text after the closing ']' of its array")]
     TrailingData { path: PathBuf },
+    /// The format was given as a JSON array, so a file that is not one cannot be read at all.
+    #[error("dataset '{path}' is read as a JSON array but does not start with '['")]
+    NotAnArray { path: PathBuf },
+    /// Every CSV row is keyed by the header, so without a usable header no row means anything.
+    #[error("dataset '{path}' has a bad CSV header: {message}")]
+    BadHeader { path: PathBuf, message: String },
 }
 
-/// A `.jsonl`/`.ndjson` file is always JSONL (a line that happens to be an array is then one
-/// bad line, not the whole file). Otherwise the first non-whitespace byte decides: `[` is a JSON
+/// A dataset's format. Unless it is given ([`ReadOptions::format`]), a `.csv` file is CSV and a
+/// `.jsonl`/`.ndjson` file is always JSONL (a line that happens to be an array is then one bad
+/// line, not the whole file). Otherwise the first non-whitespace byte decides: `[` is a JSON
 /// array, anything else JSONL (a JSONL file can start with a `#` comment or a `{`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     JsonLines,
     JsonArray,
+    Csv,
+}
+
+impl Format {
+    /// The format a user names: `jsonl`, `json` (an array) or `csv`, in any case.
+    pub fn from_name(s: &str) -> Option<Format> {
+        [
+            ("jsonl", Format::JsonLines),
+            ("json", Format::JsonArray),
+            ("csv", Format::Csv),
+        ]
+        .into_iter()
+        .find_map(|(name, format)| s.eq_ignore_ascii_case(name).then_some(format))
+    }
+}
+
+/// How to read a dataset: the format (None = detect), the CSV column types, the record size limit.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    pub format: Option<Format>,
+    /// CSV header name → type (e.g. from a suite's declared fields). A name the header does not
+    /// have is ignored, so one map can serve files with and without optional columns.
+    pub cells: HashMap<String, CellType>,
+    /// Records longer than this many bytes are skipped without being held in memory.
+    pub max_record: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            format: None,
+            cells: HashMap::new(),
+            max_record: DEFAULT_MAX_RECORD_BYTES,
+        }
+    }
 }
 
 /// A streaming iterator over a dataset's records.
 pub struct DatasetReader {
-    path: PathBuf,
-    input: BufReader<Box<dyn Read + Send>>,
+    state: State,
     format: Format,
+    source: Source,
+}
+
+/// What every format shares: names for messages and the record count.
+struct State {
+    path: PathBuf,
     max_record: usize,
-    line: u64,
     ordinal: u64,
-    buf: Vec<u8>,
     done: bool,
+}
+
+enum Source {
+    Json(JsonSource),
+    // Boxed: the parser's tables and buffers make it far larger than the JSON state.
+    Csv(Box<CsvSource>),
+}
+
+struct JsonSource {
+    input: BufReader<Box<dyn Read + Send>>,
+    line: u64,
+    buf: Vec<u8>,
 }
 
 impl DatasetReader {
     /// Opens `path` and detects its format.
     pub fn open(path: &Path) -> Result<Self, DatasetError> {
+        Self::open_with(path, &ReadOptions::default())
+    }
+
+    /// Opens `path` with a given format, CSV cell types or record limit.
+    pub fn open_with(path: &Path, options: &ReadOptions) -> Result<Self, DatasetError> {
         let file = File::open(path).map_err(|source| DatasetError::Open {
             path: path.to_owned(),
             source,
         })?;
-        Self::from_reader(path, Box::new(file), DEFAULT_MAX_RECORD_BYTES)
+        Self::from_reader_with(path, Box::new(file), options)
     }
 
-    /// Reads from any byte source; `path` is only used in messages.
+    /// Reads from any byte source; `path` is only used in messages and format detection.
     pub fn from_reader(
         path: &Path,
         input: Box<dyn Read + Send>,
         max_record: usize,
     ) -> Result<Self, DatasetError> {
-        let mut input = BufReader::with_capacity(256 * 1024, input);
-        let first = first_significant_byte(&mut input).map_err(|source| DatasetError::Read {
+        let options = ReadOptions {
+            max_record,
+            ..ReadOptions::default()
+        };
+        Self::from_reader_with(path, input, &options)
+    }
+
+    /// Reads from any byte source with the given options; `path` is only used in messages and
+    /// format detection. A CSV header is read here, so a bad one fails now, not at the first row.
+    pub fn from_reader_with(
+        path: &Path,
+        input: Box<dyn Read + Send>,
+        options: &ReadOptions,
+    ) -> Result<Self, DatasetError> {
+        let mut state = State {
             path: path.to_owned(),
-            position: Position::Line(1),
-            source,
-        })?;
-        let lines_by_name = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("ndjson"));
-        let format = if first == Some(b'[') && !lines_by_name {
-            input.consume(1);
-            Format::JsonArray
-        } else {
+            max_record: options.max_record,
+            ordinal: 0,
+            done: false,
+        };
+        let named = |ext: &[&str]| {
+            path.extension()
+                .is_some_and(|e| ext.iter().any(|x| e.eq_ignore_ascii_case(x)))
+        };
+        let given = options.format.or_else(|| {
+            if named(&["csv"]) {
+                Some(Format::Csv)
+            } else if named(&["jsonl", "ndjson"]) {
+                Some(Format::JsonLines)
+            } else {
+                None
+            }
+        });
+        if given == Some(Format::Csv) {
+            let source = CsvSource::open(input, options).map_err(|e| match e {
+                OpenError::Header(message) => DatasetError::BadHeader {
+                    path: path.to_owned(),
+                    message,
+                },
+                OpenError::Io(ReadFailure { line, source }) => DatasetError::Read {
+                    path: path.to_owned(),
+                    position: Position::Line(line),
+                    source,
+                },
+            })?;
+            return Ok(Self {
+                state,
+                format: Format::Csv,
+                source: Source::Csv(Box::new(source)),
+            });
+        }
+        let mut json = JsonSource {
+            input: BufReader::with_capacity(256 * 1024, input),
+            line: 0,
+            buf: Vec::new(),
+        };
+        let format = if given == Some(Format::JsonLines) {
             Format::JsonLines
+        } else {
+            let (first, newlines) =
+                first_significant_byte(&mut json.input).map_err(|source| DatasetError::Read {
+                    path: path.to_owned(),
+                    position: Position::Line(1),
+                    source,
+                })?;
+            // The skipped whitespace may hold blank lines; JSONL line numbers count them.
+            json.line = newlines;
+            match (first, given) {
+                (Some(b'['), _) => {
+                    json.input.consume(1);
+                    Format::JsonArray
+                }
+                (Some(_), Some(Format::JsonArray)) => {
+                    return Err(DatasetError::NotAnArray {
+                        path: path.to_owned(),
+                    })
+                }
+                (None, Some(Format::JsonArray)) => {
+                    // An empty file has no records whatever its format.
+                    state.done = true;
+                    Format::JsonArray
+                }
+                _ => Format::JsonLines,
+            }
         };
         Ok(Self {
-            path: path.to_owned(),
-            input,
+            state,
             format,
-            max_record,
-            line: 0,
-            ordinal: 0,
-            buf: Vec::new(),
-            done: false,
+            source: Source::Json(json),
         })
     }
 
@@ -135,49 +270,59 @@ impl DatasetReader {
         self.format
     }
 
-    fn next_line(&mut self) -> Option<Result<RawRecord, DatasetError>> {
+    /// The CSV header (column names in file order), None for JSON formats.
+    pub fn columns(&self) -> Option<&[String]> {
+        match &self.source {
+            Source::Csv(csv) => Some(csv.columns()),
+            Source::Json(_) => None,
+        }
+    }
+}
+
+impl JsonSource {
+    fn next_line(&mut self, state: &mut State) -> Option<Result<RawRecord, DatasetError>> {
         loop {
             self.line += 1;
             let position = Position::Line(self.line);
             let (read, overflow) =
-                match read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| {
+                match read_bounded(&mut self.input, &mut self.buf, state.max_record, |b| {
                     (b == b'\n').then_some(Delim::Stop)
                 }) {
                     Ok(r) => r,
-                    Err(source) => return Some(Err(self.read_error(position, source))),
+                    Err(source) => return Some(Err(state.read_error(position, source))),
                 };
             if read == 0 {
-                self.done = true;
+                state.done = true;
                 return None;
             }
             if overflow {
-                return Some(Ok(self.record(position, Err(too_large(self.max_record)))));
+                return Some(Ok(state.record(position, Err(too_large(state.max_record)))));
             }
             let text = self.buf.trim_ascii();
             if text.is_empty() || text.starts_with(b"#") || is_unicode_blank(text) {
                 continue;
             }
             let value = parse_json(text);
-            return Some(Ok(self.record(position, value)));
+            return Some(Ok(state.record(position, value)));
         }
     }
 
-    fn next_element(&mut self) -> Option<Result<RawRecord, DatasetError>> {
-        let index = self.ordinal;
+    fn next_element(&mut self, state: &mut State) -> Option<Result<RawRecord, DatasetError>> {
+        let index = state.ordinal;
         let position = Position::Index(index);
         let mut scan = ElementScan::default();
-        let result = read_bounded(&mut self.input, &mut self.buf, self.max_record, |b| {
+        let result = read_bounded(&mut self.input, &mut self.buf, state.max_record, |b| {
             scan.step(b)
         });
         let (_, overflow) = match result {
             Ok(r) => r,
-            Err(source) => return Some(Err(self.read_error(position, source))),
+            Err(source) => return Some(Err(state.read_error(position, source))),
         };
         let empty = self.buf.trim_ascii().is_empty();
         match scan.end {
             Some(End::Close) => {
-                self.done = true;
-                if let Err(e) = self.expect_eof() {
+                state.done = true;
+                if let Err(e) = self.expect_eof(state) {
                     return Some(Err(e));
                 }
                 if empty {
@@ -187,34 +332,36 @@ impl DatasetReader {
             }
             Some(End::Comma) => {}
             None => {
-                self.done = true;
+                state.done = true;
                 return Some(Err(DatasetError::Truncated {
-                    path: self.path.clone(),
+                    path: state.path.clone(),
                     index,
                 }));
             }
         }
         if overflow {
-            return Some(Ok(self.record(position, Err(too_large(self.max_record)))));
+            return Some(Ok(state.record(position, Err(too_large(state.max_record)))));
         }
         let value = if empty {
             Err("empty array element".to_owned())
         } else {
             parse_json(self.buf.trim_ascii())
         };
-        Some(Ok(self.record(position, value)))
+        Some(Ok(state.record(position, value)))
     }
 
-    fn expect_eof(&mut self) -> Result<(), DatasetError> {
+    fn expect_eof(&mut self, state: &mut State) -> Result<(), DatasetError> {
         match first_significant_byte(&mut self.input) {
-            Ok(None) => Ok(()),
-            Ok(Some(_)) => Err(DatasetError::TrailingData {
-                path: self.path.clone(),
+            Ok((None, _)) => Ok(()),
+            Ok((Some(_), _)) => Err(DatasetError::TrailingData {
+                path: state.path.clone(),
             }),
-            Err(source) => Err(self.read_error(Position::Index(self.ordinal), source)),
+            Err(source) => Err(state.read_error(Position::Index(state.ordinal), source)),
         }
     }
+}
 
+impl State {
     fn record(&mut self, position: Position, value: Result<Value, String>) -> RawRecord {
         let ordinal = self.ordinal;
         self.ordinal += 1;
@@ -239,12 +386,26 @@ impl Iterator for DatasetReader {
     type Item = Result<RawRecord, DatasetError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
+        if self.state.done {
             return None;
         }
-        match self.format {
-            Format::JsonLines => self.next_line(),
-            Format::JsonArray => self.next_element(),
+        match &mut self.source {
+            Source::Json(json) if self.format == Format::JsonArray => {
+                json.next_element(&mut self.state)
+            }
+            Source::Json(json) => json.next_line(&mut self.state),
+            Source::Csv(csv) => match csv.next_record() {
+                Some(Ok(Record { line, value })) => {
+                    Some(Ok(self.state.record(Position::Line(line), value)))
+                }
+                Some(Err(ReadFailure { line, source })) => {
+                    Some(Err(self.state.read_error(Position::Line(line), source)))
+                }
+                None => {
+                    self.state.done = true;
+                    None
+                }
+            },
         }
     }
 }
@@ -274,17 +435,23 @@ fn is_unicode_blank(b: &[u8]) -> bool {
     std::str::from_utf8(b).is_ok_and(|s| s.trim().is_empty())
 }
 
-fn first_significant_byte(input: &mut impl BufRead) -> io::Result<Option<u8>> {
+/// Skips leading ASCII whitespace; returns the first other byte (not consumed), if any, and
+/// the line feeds skipped on the way.
+fn first_significant_byte(input: &mut impl BufRead) -> io::Result<(Option<u8>, u64)> {
+    let mut newlines = 0;
     loop {
         let buf = input.fill_buf()?;
         if buf.is_empty() {
-            return Ok(None);
+            return Ok((None, newlines));
         }
-        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+        let end = buf.iter().position(|b| !b.is_ascii_whitespace());
+        let skipped = &buf[..end.unwrap_or(buf.len())];
+        newlines += skipped.iter().filter(|&&b| b == b'\n').count() as u64;
+        match end {
             Some(i) => {
                 let b = buf[i];
                 input.consume(i);
-                return Ok(Some(b));
+                return Ok((Some(b), newlines));
             }
             None => {
                 let n = buf.len();
@@ -527,6 +694,49 @@ mod tests {
             "a valid JSON line; the suite rejects it as not an object"
         );
         assert_eq!(ok(&recs[1]).position, Position::Line(2));
+    }
+
+    #[test]
+    fn jsonl_lines_count_blank_lines_before_the_first_record() {
+        let recs = read(b"\n\n  \n{\"a\":1}\n{\"a\":2}\n");
+        assert_eq!(ok(&recs[0]).position, Position::Line(4));
+        assert_eq!(ok(&recs[1]).position, Position::Line(5));
+    }
+
+    fn read_as(text: &[u8], format: Format) -> Result<DatasetReader, DatasetError> {
+        let options = ReadOptions {
+            format: Some(format),
+            ..ReadOptions::default()
+        };
+        let input = Box::new(io::Cursor::new(text.to_vec()));
+        DatasetReader::from_reader_with(Path::new("d"), input, &options)
+    }
+
+    #[test]
+    fn a_given_format_wins_over_detection() {
+        let reader = read_as(b"[1, 2]\n", Format::JsonLines).unwrap();
+        assert_eq!(reader.format(), Format::JsonLines);
+        let recs: Vec<_> = reader.collect();
+        assert_eq!(
+            ok(&recs[0]).value.as_ref().unwrap(),
+            &serde_json::json!([1, 2])
+        );
+
+        let recs: Vec<_> = read_as(b" [1, 2]", Format::JsonArray).unwrap().collect();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(read_as(b"  \n", Format::JsonArray).unwrap().count(), 0);
+        assert!(matches!(
+            read_as(b"{\"a\":1}\n", Format::JsonArray),
+            Err(DatasetError::NotAnArray { .. })
+        ));
+    }
+
+    #[test]
+    fn formats_are_named_as_users_write_them() {
+        assert_eq!(Format::from_name("jsonl"), Some(Format::JsonLines));
+        assert_eq!(Format::from_name("json"), Some(Format::JsonArray));
+        assert_eq!(Format::from_name("CSV"), Some(Format::Csv));
+        assert_eq!(Format::from_name("tsv"), None);
     }
 
     #[test]
