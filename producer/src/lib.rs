@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use evalfleet_shared::dataset::{DatasetError, DatasetReader, Position, DEFAULT_MAX_RECORD_BYTES};
+use evalfleet_shared::dataset::{DatasetError, DatasetReader, Position, ReadOptions};
 use evalfleet_shared::evaluate::{Checked, Validator};
 use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
 use evalfleet_shared::record::ResultRecord;
@@ -43,7 +43,11 @@ pub struct Progress {
 }
 
 /// Opens a dataset for [`produce`], counting bytes into `progress`.
-pub fn open_dataset(path: &Path, progress: Arc<Progress>) -> Result<DatasetReader, DatasetError> {
+pub fn open_dataset(
+    path: &Path,
+    options: &ReadOptions,
+    progress: Arc<Progress>,
+) -> Result<DatasetReader, DatasetError> {
     let file = std::fs::File::open(path).map_err(|source| DatasetError::Open {
         path: path.to_owned(),
         source,
@@ -52,7 +56,7 @@ pub fn open_dataset(path: &Path, progress: Arc<Progress>) -> Result<DatasetReade
         inner: file,
         progress,
     };
-    DatasetReader::from_reader(path, Box::new(counting), DEFAULT_MAX_RECORD_BYTES)
+    DatasetReader::from_reader_with(path, Box::new(counting), options)
 }
 
 /// Streams every record of `reader` into `queue` (valid) or `store` (skipped).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use evalfleet_fleet::amqp::AmqpQueue;
 use evalfleet_fleet::redis::{RedisError, RedisStore, RunMeta, RunStatus};
+use evalfleet_shared::dataset::Format;
 use evalfleet_shared::evaluate::{Evaluator, Validator};
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::suite::SuiteKind;
@@ -33,6 +34,8 @@ pub enum SubmitError {
 pub struct SubmitRequest {
     pub run_id: String,
     pub dataset: PathBuf,
+    /// The dataset's format; None = from the file.
+    pub format: Option<Format>,
     pub spec: RunSpec,
 }
 
@@ -92,7 +95,12 @@ pub async fn submit(
         inline_scenarios_from: (suite.kind == SuiteKind::LogAnalysis)
             .then(|| dataset_dir.unwrap_or_default()),
     };
-    let reader = open_dataset(&req.dataset, progress.clone()).map_err(ProduceError::from)?;
+    let reader = open_dataset(
+        &req.dataset,
+        &suite.read_options(req.format),
+        progress.clone(),
+    )
+    .map_err(ProduceError::from)?;
     produce(
         reader,
         validator,

@@ -4,14 +4,19 @@
 use std::path::Path;
 
 use evalfleet_shared::config::Config;
-use evalfleet_shared::dataset::DatasetReader;
+use evalfleet_shared::dataset::{DatasetReader, Format};
 use evalfleet_shared::evaluate::{Checked, Evaluator, Validator};
 use evalfleet_shared::suite::Suite;
 use evalfleet_worker::judge::estimate::{add_example, Estimate, TYPICAL_REPLY_TOKENS};
 
 use crate::exit::Exit;
 
-pub fn print_estimate(dataset: &Path, config: &Config, suite: &Suite) -> anyhow::Result<Exit> {
+pub fn print_estimate(
+    dataset: &Path,
+    format: Option<Format>,
+    config: &Config,
+    suite: &Suite,
+) -> anyhow::Result<Exit> {
     let evaluator = Evaluator::new(
         suite.clone().into(),
         config.model_prefixes.clone(),
@@ -25,7 +30,7 @@ pub fn print_estimate(dataset: &Path, config: &Config, suite: &Suite) -> anyhow:
     );
     let mut estimate = Estimate::default();
     let mut skipped = 0u64;
-    for raw in DatasetReader::open(dataset)? {
+    for raw in DatasetReader::open_with(dataset, &suite.read_options(format))? {
         match validator.check(raw?) {
             Checked::Valid { value, .. } => {
                 if let Ok(example) = typer.parse(&value) {

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use evalfleet_shared::config::Config;
+use evalfleet_shared::dataset::Format;
 use evalfleet_shared::suite::Suite;
 
 use crate::exit::BadInput;
@@ -34,6 +35,12 @@ pub fn config_and_suite(config: Option<&Path>, suite: &str) -> anyhow::Result<(C
     let config = Config::load(config)?;
     let suite = Suite::resolve(suite, Some(&config.suites_dir))?;
     Ok((config, suite))
+}
+
+/// `--format jsonl|json|csv`: how to read the dataset when its name does not say.
+pub fn parse_format(s: &str) -> Result<Format, String> {
+    Format::from_name(s)
+        .ok_or_else(|| format!("unknown dataset format '{s}': use jsonl, json or csv"))
 }
 
 /// The dataset's size, failing early (and as bad input) when it cannot be read.

@@ -12,6 +12,7 @@ use evalfleet_aggregator::{follow, write_reports};
 use evalfleet_producer::{open_dataset, produce, ProduceOptions, Progress};
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::config::Config;
+use evalfleet_shared::dataset::Format;
 use evalfleet_shared::evaluate::{Evaluator, Validator};
 use evalfleet_shared::queue::InProcessQueue;
 use evalfleet_shared::report::{ReportInput, RunInfo};
@@ -24,8 +25,12 @@ use crate::progress::RunProgress;
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Dataset: JSONL or a JSON array.
+    /// Dataset: JSONL, a JSON array or CSV.
     pub dataset: PathBuf,
+    /// Dataset format: jsonl, json (an array) or csv (default: from the file: `.csv` is CSV,
+    /// `.jsonl` JSONL, otherwise a leading `[` means a JSON array).
+    #[arg(long, value_parser = super::parse_format)]
+    pub format: Option<Format>,
     /// Suite: support-judge, rag-layers, log-analysis, a file in suites_dir, or a path.
     #[arg(long, short, default_value = "support-judge")]
     pub suite: String,
@@ -61,7 +66,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         config.judges.budget_usd = Some(budget);
     }
     if args.estimate {
-        return super::estimate::print_estimate(&args.dataset, &config, &suite);
+        return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
     let judge = build_judge(args.judge, &config)?;
     let live = matches!(judge, Judge::Live(_));
@@ -87,7 +92,11 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
 
     let (agg, store) = runtime.block_on(async {
         let read = Arc::new(Progress::default());
-        let reader = open_dataset(&args.dataset, read.clone())?;
+        let reader = open_dataset(
+            &args.dataset,
+            &suite.read_options(args.format),
+            read.clone(),
+        )?;
         let validator = Validator::new(Evaluator::new(
             suite.clone(),
             config.model_prefixes.clone(),

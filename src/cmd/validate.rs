@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use evalfleet_shared::dataset::{DatasetError, DatasetReader};
+use evalfleet_shared::dataset::{DatasetError, DatasetReader, Format};
 use evalfleet_shared::evaluate::{Checked, Evaluator, Validator};
 
 use crate::exit::{BadInput, Exit};
@@ -14,6 +14,10 @@ pub struct ValidateArgs {
     pub dataset: PathBuf,
     #[arg(long, short, default_value = "support-judge")]
     pub suite: String,
+    /// Dataset format: jsonl, json (an array) or csv (default: from the file: `.csv` is CSV,
+    /// `.jsonl` JSONL, otherwise a leading `[` means a JSON array).
+    #[arg(long, value_parser = super::parse_format)]
+    pub format: Option<Format>,
     /// Print at most this many problems (all are counted).
     #[arg(long, default_value_t = 100)]
     pub max_problems: usize,
@@ -22,6 +26,7 @@ pub struct ValidateArgs {
 pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     super::dataset_len(&args.dataset)?;
+    let options = suite.read_options(args.format);
     let evaluator = Evaluator::new(
         suite.into(),
         config.model_prefixes,
@@ -29,7 +34,7 @@ pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exi
     );
     let mut validator = Validator::new(evaluator);
     let (mut valid, mut invalid) = (0u64, 0u64);
-    for raw in DatasetReader::open(&args.dataset)? {
+    for raw in DatasetReader::open_with(&args.dataset, &options)? {
         let checked = match raw {
             Ok(raw) => validator.check(raw),
             Err(e @ DatasetError::Truncated { .. })

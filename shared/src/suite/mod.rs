@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::custom::CustomSuite;
+use crate::custom::{CustomSuite, FieldType};
+use crate::dataset::{CellType, Format, ReadOptions};
 use crate::gate::Gate;
 use crate::rag::RagOptions;
 
@@ -240,6 +241,30 @@ impl Suite {
             }
         };
         file.into_suite(base, origin).map_err(invalid)
+    }
+
+    /// How to read a dataset for this suite: `format` (None = from the file), and the CSV cell
+    /// types of a custom suite's typed fields.
+    pub fn read_options(&self, format: Option<Format>) -> ReadOptions {
+        let cells = self
+            .custom
+            .iter()
+            .flat_map(|c| c.columns())
+            .map(|(column, kind)| {
+                let cell = match kind {
+                    FieldType::String => CellType::String,
+                    FieldType::Number => CellType::Number,
+                    FieldType::Bool => CellType::Bool,
+                    FieldType::List | FieldType::Object | FieldType::Json => CellType::Json,
+                };
+                (column.to_owned(), cell)
+            })
+            .collect();
+        ReadOptions {
+            format,
+            cells,
+            ..ReadOptions::default()
+        }
     }
 
     pub fn dimension(&self, name: &str) -> Option<&Dimension> {

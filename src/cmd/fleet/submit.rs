@@ -9,6 +9,7 @@ use clap::Args;
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
 use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
+use evalfleet_shared::dataset::Format;
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
 use evalfleet_worker::JudgeMode;
@@ -22,6 +23,10 @@ pub struct SubmitArgs {
     pub dataset: PathBuf,
     #[arg(long, short, default_value = "support-judge")]
     pub suite: String,
+    /// Dataset format: jsonl, json (an array) or csv (default: from the file: `.csv` is CSV,
+    /// `.jsonl` JSONL, otherwise a leading `[` means a JSON array).
+    #[arg(long, value_parser = crate::cmd::parse_format)]
+    pub format: Option<Format>,
     /// Run id; re-submitting under an existing id resumes that run.
     #[arg(long)]
     pub run_id: Option<String>,
@@ -47,7 +52,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     }
     let bytes = crate::cmd::dataset_len(&args.dataset)?;
     if args.estimate {
-        return crate::cmd::estimate::print_estimate(&args.dataset, &config, &suite);
+        return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
     let run_id = args
         .run_id
@@ -81,6 +86,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         let req = SubmitRequest {
             run_id: run_id.clone(),
             dataset: args.dataset.clone(),
+            format: args.format,
             spec,
         };
         let outcome = submit(&req, &queue, &store, progress).await;
