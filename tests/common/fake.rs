@@ -295,6 +295,19 @@ pub fn run_live(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
+    run_live_suite("support-judge", dataset, config, out, key, extra, env)
+}
+
+/// [`run_live`] with another suite.
+pub fn run_live_suite(
+    suite: &str,
+    dataset: &Path,
+    config: &Path,
+    out: &Path,
+    key: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_evalfleet"));
     cmd.current_dir(root()).env_remove("RUST_LOG");
     for (k, _) in std::env::vars_os() {
@@ -304,7 +317,7 @@ pub fn run_live(
     }
     cmd.arg("run")
         .arg(dataset)
-        .args(["--suite", "support-judge", "--judge", "live", "--config"])
+        .args(["--suite", suite, "--judge", "live", "--config"])
         .arg(config)
         .arg("--out")
         .arg(out)
