@@ -133,6 +133,57 @@ fn fleet_report_equals_embedded_report() {
 }
 
 #[test]
+fn fleet_report_of_a_custom_suite_on_csv_equals_embedded_report() {
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19541);
+    fleet.worker("w2", 19542);
+    fleet.aggregator("agg", 19550);
+    let run_id = format!("{}-custom", fleet.prefix);
+    let data = example("qa-faithfulness.csv");
+    let suite = common::root().join("config/suites/qa-faithfulness.yaml");
+    let (data, suite) = (data.to_str().unwrap(), suite.to_str().unwrap());
+    let submit = fleet.run(
+        &[
+            "submit", data, "--suite", suite, "--run-id", &run_id, "--wait",
+        ],
+        Duration::from_secs(120),
+    );
+    submit.assert_no_panic();
+    let fleet_report = fleet.wait_report(&run_id, Duration::from_secs(30));
+    let out = fleet.dir.path().join("embedded");
+    let embedded = fleet.run(
+        &[
+            "run",
+            data,
+            "--suite",
+            suite,
+            "--run-id",
+            &run_id,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    embedded.assert_no_panic();
+    assert_eq!(submit.code, embedded.code, "{}", submit.stderr);
+    let embedded_report = common::read_json(&out.join("report.json"));
+    let (a, b) = (
+        comparable(fleet_report.clone()),
+        comparable(embedded_report),
+    );
+    assert_eq!(
+        first_difference(&a, &b, "report"),
+        None,
+        "a fleet run and an embedded run of a custom suite must agree"
+    );
+    assert_eq!(fleet_report["run"]["suite"], "qa-faithfulness");
+    assert!(fleet_report["totals"]["skipped"].as_u64().unwrap_or(0) > 0);
+    assert!(fleet_report["items"]
+        .as_array()
+        .is_some_and(|i| !i.is_empty()));
+}
+
+#[test]
 fn killing_a_worker_and_the_aggregator_mid_run_loses_and_duplicates_nothing() {
     let mut fleet = Fleet::new("");
     fleet.worker("w1", 19521);
