@@ -44,6 +44,9 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Write a deterministic synthetic dataset (for demos and benchmarks).
     Generate(cmd::generate::GenerateArgs),
+    /// Write a starter custom suite from a dataset's columns.
+    #[command(subcommand)]
+    Suite(cmd::suite::SuiteArgs),
     /// Validate a dataset, register the run in Redis and publish one message per example.
     Submit(cmd::fleet::submit::SubmitArgs),
     /// Consume example messages: evaluate, store the result, then ack (graceful on SIGTERM).
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args, cli.config.as_deref()),
         Command::Validate(args) => cmd::validate::validate(args, cli.config.as_deref()),
         Command::Generate(args) => cmd::generate::generate(args),
+        Command::Suite(args) => cmd::suite::suite(args, cli.config.as_deref()),
         Command::FakeProvider(args) => cmd::fake_provider(args),
         Command::Submit(args) => cmd::fleet::submit::run(args, cli.config.as_deref()),
         Command::Worker(args) => cmd::fleet::worker::run(args, cli.config.as_deref()),

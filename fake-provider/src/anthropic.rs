@@ -1,6 +1,7 @@
-//! The Anthropic Messages dialect: `POST /v1/messages` with `x-api-key` and a required
-//! `anthropic-version`, text content blocks, `anthropic-ratelimit-*` headers, and Anthropic's
-//! error envelope (429 `rate_limit_error` with `retry-after`, 529 `overloaded_error`, ...).
+//! The Anthropic Messages dialect: `POST /v1/messages` with `x-api-key` (or a Bearer token) and
+//! a required `anthropic-version`, text content blocks, `anthropic-ratelimit-*` headers, and
+//! Anthropic's error envelope (429 `rate_limit_error` with `retry-after`, 529
+//! `overloaded_error`, ...).
 
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ use crate::judge::splitmix64;
 use crate::limiter::{LimitKind, Snapshot};
 use crate::state::{base62, FakeProvider};
 use crate::stats::Provider;
-use crate::wire::{join_prompt, json_response, put, Content};
+use crate::wire::{bearer_key, join_prompt, json_response, put, Content};
 
 #[derive(Debug, Deserialize)]
 struct MessagesRequest {
@@ -144,9 +145,14 @@ fn finish(
     response
 }
 
+/// The real API takes the key as `x-api-key` or, as current SDKs may send it, as
+/// `Authorization: Bearer <key>`; `x-api-key` wins when both are there.
 fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
     let required = required?;
-    let given = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    let given = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| bearer_key(headers));
     let message = match given {
         Some(key) if key == required => return None,
         None | Some("") => "x-api-key header is required",

@@ -7,7 +7,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::header::AUTHORIZATION;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
@@ -19,7 +18,7 @@ use crate::judge::splitmix64;
 use crate::limiter::{LimitKind, Snapshot};
 use crate::state::{base62, FakeProvider};
 use crate::stats::Provider;
-use crate::wire::{join_prompt, json_response, mask_key, put, Content};
+use crate::wire::{bearer_key, join_prompt, json_response, mask_key, put, Content};
 
 const ORG: &str = "org-evalfleet-fake";
 
@@ -173,12 +172,7 @@ fn finish(
 
 fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
     let required = required?;
-    let given = headers
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, key)| key.trim());
+    let given = bearer_key(headers);
     let message = match given {
         Some(key) if key == required => return None,
         None | Some("") => "You didn't provide an API key. You need to provide your API key in \

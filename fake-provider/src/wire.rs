@@ -73,6 +73,16 @@ pub fn put(headers: &mut HeaderMap, name: &'static str, value: impl ToString) {
     }
 }
 
+/// The key of an `Authorization: Bearer <key>` header (scheme case-insensitive, key trimmed).
+pub fn bearer_key(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, key)| key.trim())
+}
+
 /// `sk-abc***********wxyz`: enough to recognise a key, never the key itself.
 pub fn mask_key(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();

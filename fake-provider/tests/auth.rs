@@ -60,7 +60,7 @@ async fn openai_requires_the_bearer_key() {
 }
 
 #[tokio::test]
-async fn anthropic_requires_x_api_key() {
+async fn anthropic_takes_x_api_key_or_a_bearer_token() {
     let fake = start(keyed()).await;
     let body = anthropic_body("hello");
 
@@ -79,6 +79,18 @@ async fn anthropic_requires_x_api_key() {
     );
 
     assert_eq!(fake.anthropic(Some(KEY), &body).await.status(), 200);
+
+    // The key as a Bearer token, as current SDKs may send it, is accepted; a wrong one is not.
+    let bearer = |key: &str| {
+        fake.http
+            .post(format!("{}/v1/messages", fake.base))
+            .header("authorization", format!("Bearer {key}"))
+            .header("anthropic-version", "2023-06-01")
+            .json(&body)
+            .send()
+    };
+    assert_eq!(bearer(KEY).await.unwrap().status(), 200);
+    assert_eq!(bearer("sk-ant-wrong").await.unwrap().status(), 401);
 }
 
 #[tokio::test]

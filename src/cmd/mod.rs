@@ -4,6 +4,7 @@ pub mod estimate;
 pub mod fleet;
 pub mod generate;
 pub mod run;
+pub mod suite;
 pub mod validate;
 
 use std::path::Path;

@@ -7,6 +7,7 @@
 //! never holds a custom suite whose templates or checks did not compile.
 
 pub mod checks;
+pub mod init;
 mod record;
 pub mod spec;
 mod template;
