@@ -124,6 +124,20 @@ fn support_judge_as_a_custom_suite_matches_the_built_in() {
     assert_eq!(skipped(&b), skipped(&c));
     assert_eq!(b["totals"], c["totals"]);
     assert_eq!(skipped(&b).len(), 8, "{:?}", skipped(&b));
+    // `run` shows the first five and says where the rest are.
+    let shown: Vec<&str> = builtin
+        .stdout
+        .lines()
+        .skip_while(|l| !l.contains("skipped 8 records; the first 5:"))
+        .collect();
+    assert_eq!(shown.len(), 7, "{}", builtin.stdout);
+    assert_eq!(shown[1].trim(), "line 121: Item is not an object");
+    assert_eq!(shown[2].trim(), "line 122 (bad-1): Missing 'ticket' field");
+    assert!(
+        shown[6].contains("every skipped record is in `skipped` of"),
+        "{}",
+        shown[6]
+    );
 
     // The same verdicts: same prompts, so the fake judged them identically.
     let builtin_scores = verdicts(items(&b), |r, d| r[d].clone());
@@ -394,6 +408,13 @@ fn csv_datasets_name_the_line_and_column_of_a_bad_cell() {
             ),
             (8, "'answer' is empty".to_owned()),
         ]
+    );
+    assert!(
+        run.stdout.contains(
+            "  skipped 2 records:\n    line 3: column 6 'latency_ms': 'fast' is not a number\n    line 8 (d): 'answer' is empty\n"
+        ),
+        "{}",
+        run.stdout
     );
     let list = items(&report);
     assert_eq!(list.len(), 2);

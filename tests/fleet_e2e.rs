@@ -149,6 +149,13 @@ fn fleet_report_of_a_custom_suite_on_csv_equals_embedded_report() {
         Duration::from_secs(120),
     );
     submit.assert_no_panic();
+    assert!(
+        submit
+            .stderr
+            .contains("skipped 6 records; the first 5:\n    line 16 (qa-0015): 'answer' is empty"),
+        "submit shows the first skipped records\n{}",
+        submit.stderr
+    );
     let fleet_report = fleet.wait_report(&run_id, Duration::from_secs(30));
     let out = fleet.dir.path().join("embedded");
     let embedded = fleet.run(

@@ -33,6 +33,9 @@ pub enum ProduceError {
     Reader(String),
 }
 
+/// How many skipped records a command shows when it ends (the rest are in the report).
+pub const SHOWN_SKIPPED: usize = 5;
+
 /// Where the producer got to: records read and the dataset's bytes consumed (for progress).
 #[derive(Debug, Default)]
 pub struct Progress {
@@ -40,6 +43,44 @@ pub struct Progress {
     pub records: AtomicU64,
     pub published: AtomicU64,
     pub skipped: AtomicU64,
+    /// The first [`SHOWN_SKIPPED`] skipped records, as `line 3 (id): reason`.
+    pub first_skipped: std::sync::Mutex<Vec<String>>,
+}
+
+impl Progress {
+    fn skipped(&self, position: Position, id: &str, reason: &str) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut first) = self.first_skipped.lock() {
+            if first.len() < SHOWN_SKIPPED {
+                let id = if id.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({id})")
+                };
+                first.push(format!("{position}{id}: {reason}"));
+            }
+        }
+    }
+
+    /// What to print about skipped records when a command ends: how many, the first few, and
+    /// where the rest are (`rest_in`).
+    pub fn skipped_summary(&self, rest_in: &str) -> Option<String> {
+        let n = self.skipped.load(Ordering::Relaxed);
+        let first = self.first_skipped.lock().ok()?;
+        if n == 0 || first.is_empty() {
+            return None;
+        }
+        let mut out = if n as usize > first.len() {
+            format!("  skipped {n} records; the first {}:\n", first.len())
+        } else {
+            format!("  skipped {n} record{}:\n", if n == 1 { "" } else { "s" })
+        };
+        for line in first.iter() {
+            out.push_str(&format!("    {line}\n"));
+        }
+        out.push_str(&format!("  every skipped record is in {rest_in}"));
+        Some(out)
+    }
 }
 
 /// Opens a dataset for [`produce`], counting bytes into `progress`.
@@ -137,10 +178,10 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                     id,
                     reason,
                 } => {
+                    progress.skipped(position, &id, &reason);
                     let rec =
                         ResultRecord::skipped(run_id, &suite, ordinal, position.line(), id, reason);
                     store.put(rec).await?;
-                    progress.skipped.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }

@@ -90,7 +90,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let started_at = jiff::Timestamp::now();
     let clock = Instant::now();
 
-    let (agg, store) = runtime.block_on(async {
+    let (agg, store, read) = runtime.block_on(async {
         let read = Arc::new(Progress::default());
         let reader = open_dataset(
             &args.dataset,
@@ -164,7 +164,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         stopped?;
         store.close_events().await;
         let agg = aggregator.await.context("the aggregator task panicked")?;
-        anyhow::Ok((agg, store))
+        anyhow::Ok((agg, store, read))
     })?;
 
     if agg.totals.examples == 0 {
@@ -191,6 +191,9 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     };
     let paths = write_reports(&out, &input)?;
     print_summary(&input, &paths);
+    if let Some(skipped) = read.skipped_summary(&format!("`skipped` of {}", paths[0].display())) {
+        println!("{skipped}");
+    }
     if agg.all.total() == 0 {
         return Err(BadInput(format!(
             "no valid example in '{}': all {} records were skipped (see {})",

@@ -89,7 +89,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             format: args.format,
             spec,
         };
-        let outcome = submit(&req, &queue, &store, progress).await;
+        let outcome = submit(&req, &queue, &store, progress.clone()).await;
         mirror.abort();
         bar.finish();
         let outcome = outcome?;
@@ -105,6 +105,14 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             outcome.published,
             outcome.skipped
         );
+        let every = format!(
+            "`skipped` of the run's report.json, or run `evalfleet validate {} --suite {}`",
+            args.dataset.display(),
+            args.suite
+        );
+        if let Some(skipped) = progress.skipped_summary(&every) {
+            eprintln!("{skipped}");
+        }
         if !args.wait {
             return Ok(Exit::Success);
         }
