@@ -20,7 +20,7 @@ use evalfleet_shared::shared_limit::SharedLimiter;
 
 use super::accounting::Accounting;
 use super::cache::{CachedVerdict, JudgeCache};
-use super::limit::{Adaptive, Quotas, Signal};
+use super::limit::{Adaptive, Quotas, Signal, Verdict};
 use super::prompt::{self, Prompt};
 use super::provider::{CallError, ChatRequest, Completion, ProviderClient};
 use super::reply::parse_verdict;
@@ -347,29 +347,27 @@ impl LiveJudge {
         match result {
             Ok(c) => {
                 rt.adaptive.signal(Signal::Success);
-                let exhausted = |remaining: Option<u64>, reset: Option<Duration>| {
-                    remaining == Some(0) && reset.is_some()
-                };
-                if exhausted(c.limits.remaining_requests, c.limits.reset_requests) {
-                    rt.adaptive.signal(Signal::Exhausted {
-                        reset: c.limits.reset_requests.unwrap_or_default(),
-                    });
-                }
-                if exhausted(c.limits.remaining_tokens, c.limits.reset_tokens) {
-                    rt.adaptive.signal(Signal::Exhausted {
-                        reset: c.limits.reset_tokens.unwrap_or_default(),
-                    });
+                if let Some(reset) = c.limits.exhausted_reset() {
+                    rt.adaptive.signal(Signal::Exhausted { reset });
                 }
             }
-            Err(e @ (CallError::RateLimited { .. } | CallError::Overloaded { .. })) => {
-                rt.adaptive.signal(Signal::Throttled {
-                    retry_after: e.retry_after(),
+            Err(CallError::RateLimited {
+                retry_after,
+                limits,
+                ..
+            }) => {
+                let verdict = rt.adaptive.signal(Signal::RateLimited {
+                    retry_after: *retry_after,
+                    exhausted: limits.exhausted_reset(),
                 });
-                if let Some(shared) = &self.shared {
+                if let (Verdict::PauseAll(wait), Some(shared)) = (verdict, &self.shared) {
                     // Fire and forget: the fleet-wide pause must not delay this task's retry.
-                    let (shared, name, after) = (shared.clone(), rt.name.clone(), e.retry_after());
-                    tokio::spawn(async move { shared.throttled(&name, after).await });
+                    let (shared, name) = (shared.clone(), rt.name.clone());
+                    tokio::spawn(async move { shared.throttled(&name, Some(wait)).await });
                 }
+            }
+            Err(CallError::Overloaded { .. }) => {
+                rt.adaptive.signal(Signal::Overloaded);
             }
             Err(_) => {}
         }
