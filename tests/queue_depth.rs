@@ -3,7 +3,10 @@
 //! it): with messages held by a consumer that does not ack, the management API source reports
 //! them as `unacked` beside the `ready` ones, for the work queue and the dead-letter queue;
 //! without it (not configured, or unreachable) the passive declare reports `ready` only and no
-//! stale unacked count is left behind.
+//! stale unacked count is left behind. Without the management API the test is skipped, saying
+//! why, except under `CI=true`.
+
+mod common;
 
 use std::time::Duration;
 
@@ -26,19 +29,6 @@ const MANAGEMENT: &str = "http://guest:guest@127.0.0.1:15672/";
 const WORK: u64 = 7;
 const HELD: u64 = 3;
 const DEAD: u64 = 2;
-
-/// Fails with the fix when the management API is not there (it is a test dependency, like the
-/// broker itself).
-async fn require_management() {
-    let reachable = tokio::net::TcpStream::connect("127.0.0.1:15672")
-        .await
-        .is_ok();
-    assert!(
-        reachable,
-        "the RabbitMQ management API is not listening on 127.0.0.1:15672: enable it with \
-         `rabbitmq-plugins enable rabbitmq_management` (.ci/run does)"
-    );
-}
 
 async fn publish(channel: &lapin::Channel, exchange: &str, routing_key: &str, n: u64) {
     for i in 0..n {
@@ -90,7 +80,9 @@ fn names(cfg: &AmqpConfig) -> QueueNames {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn management_api_reports_ready_and_unacked_and_passive_declare_ready_only() {
-    require_management().await;
+    if !common::management_available("management_api_reports_ready_and_unacked") {
+        return;
+    }
     let cfg = unique_config("depth");
     let queue = AmqpQueue::connect(cfg.clone(), Duration::from_secs(30))
         .await

@@ -130,6 +130,41 @@ pub fn run_suite(dataset: &Path, suite: &str, out: &Path, extra: &[&str]) -> Out
     evalfleet(&args)
 }
 
+/// The RabbitMQ management API the queue-depth and observability tests read.
+pub const MANAGEMENT_ADDR: &str = "127.0.0.1:15672";
+
+/// Whether something listens on `addr` (within a second).
+pub fn listening(addr: &str) -> bool {
+    addr.parse()
+        .is_ok_and(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_secs(1)).is_ok())
+}
+
+/// Whether `test` can run: true when what it needs is `present`. Otherwise it prints why the
+/// test is skipped and how to get `what` (`fix`), and returns false — except under `CI=true`,
+/// where a missing dependency fails the test (`.ci/run` provides every one).
+pub fn available(test: &str, what: &str, present: bool, fix: &str) -> bool {
+    if present {
+        return true;
+    }
+    let why = format!("{test}: SKIPPED — {what} is not available ({fix})");
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{why}; CI must run this test (.ci/run provides it)"
+    );
+    eprintln!("{why}");
+    false
+}
+
+/// [`available`] for the RabbitMQ management API.
+pub fn management_available(test: &str) -> bool {
+    available(
+        test,
+        "the RabbitMQ management API on 127.0.0.1:15672",
+        listening(MANAGEMENT_ADDR),
+        "rabbitmq-plugins enable rabbitmq_management",
+    )
+}
+
 pub fn tempdir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("evalfleet-it-")
