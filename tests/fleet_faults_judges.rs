@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::fake::{
     examples, other, provider_of, provider_status, status_count, total, write_dataset, FakeServer,
@@ -177,4 +177,90 @@ fn three_workers_sharing_a_fleet_limit_never_exceed_it_together() {
             "{provider}: {at}, {excess:.2} over burst {burst} + {per_s}/s × window\n{times:?}"
         );
     }
+}
+
+/// A free port on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// A worker's `evalfleet_worker_inflight` gauge, None while its metrics are not served.
+fn inflight(port: u16) -> Option<u64> {
+    let out = std::process::Command::new("curl")
+        .args(["-sf", &format!("http://127.0.0.1:{port}/metrics")])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("evalfleet_worker_inflight "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Polls `done` every 20 ms for up to `limit`; the time it took.
+fn within(what: &str, limit: Duration, done: impl Fn() -> bool) -> Duration {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    started.elapsed()
+}
+
+/// Graceful shutdown hands work over: a worker holding a full prefetch (two examples in flight
+/// at a slow provider, two waiting) is sent SIGTERM; it cancels its consumer first, so another
+/// worker starts the two waiting examples within a second, while the first finishes its own.
+#[test]
+fn sigterm_gives_the_unstarted_prefetch_to_another_worker_at_once() {
+    // Each judge call takes 5 s: w1's examples are mid-call throughout the hand-over.
+    let fake = FakeServer::start(FakeProviderArgs {
+        latency_ms: 5_000,
+        ..FakeProviderArgs::default()
+    });
+    let mut fleet = live_fleet(&fake, "", &LiveConfig::default());
+    let run_id = format!("{}-handover", fleet.prefix);
+    let (p1, p2) = (free_port(), free_port());
+    let metrics = |p: u16| format!("127.0.0.1:{p}");
+    // Concurrency 2, so a prefetch of 4: the whole run.
+    let first = fleet.spawn("w1", &["worker", "-j", "2", "--metrics-addr", &metrics(p1)]);
+    submit_live(&fleet, 4, &run_id);
+    within("w1 judging two examples", Duration::from_secs(30), || {
+        inflight(p1) == Some(2)
+    });
+    // The second worker is up and idle: nothing is ready, w1 holds all four.
+    fleet.spawn("w2", &["worker", "-j", "2", "--metrics-addr", &metrics(p2)]);
+    within("w2 serving its metrics", Duration::from_secs(10), || {
+        inflight(p2).is_some()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(inflight(p2), Some(0), "w2 found nothing to take");
+
+    let _ = std::process::Command::new("kill")
+        .args(["-15", &first.to_string()])
+        .status();
+    let took = within(
+        "w2 starting the two examples w1 had not started",
+        Duration::from_secs(1),
+        || inflight(p2) == Some(2),
+    );
+    assert_eq!(
+        inflight(p1),
+        Some(2),
+        "w1 is still finishing its own two ({took:?} after SIGTERM)"
+    );
+    fleet.wait_done(&run_id, 4, Duration::from_secs(60));
+    let started = Instant::now();
+    while fleet.alive("w1") {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "w1 exits after finishing its examples"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(fleet.counts(&run_id), (4, 0, 0));
+    assert!(fleet.log("w1").contains("shutdown requested"));
+    // Each example judged once per dimension: nothing was started twice.
+    assert_eq!(total(&fake.stats()), 8, "{}", fake.stats());
 }

@@ -6,13 +6,12 @@ use evalfleet_shared::store::StoreError;
 
 use crate::redis::{RedisStore, RunStatus};
 
-fn store_error(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(e.to_string())
-}
-
 impl RunDirectory for RedisStore {
     async fn spec(&self, run_id: &str) -> Result<Option<RunSpec>, StoreError> {
-        match RedisStore::spec(self, run_id).await.map_err(store_error)? {
+        match RedisStore::spec(self, run_id)
+            .await
+            .map_err(StoreError::from)?
+        {
             None => Ok(None),
             Some(json) => serde_json::from_str(&json).map(Some).map_err(|e| {
                 StoreError::Backend(format!("run '{run_id}' has an unreadable spec: {e}"))
@@ -21,7 +20,7 @@ impl RunDirectory for RedisStore {
     }
 
     async fn state(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
-        let meta = self.run(run_id).await.map_err(store_error)?;
+        let meta = self.run(run_id).await.map_err(StoreError::from)?;
         Ok(meta.map(|m| match m.status {
             RunStatus::Submitting => RunState::Submitting,
             RunStatus::Running => RunState::Running,
@@ -38,6 +37,6 @@ impl RunDirectory for RedisStore {
     ) -> Result<(), StoreError> {
         RedisStore::keep_failed_message(self, run_id, index, message_json)
             .await
-            .map_err(store_error)
+            .map_err(StoreError::from)
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! `WorkQueue` has two implementations: RabbitMQ for the fleet and [`InProcessQueue`] for the
 //! embedded `run`. Both give the same guarantees a worker relies on — at-least-once delivery,
-//! `ack` / `requeue` / `reject` per message — so one consumer loop serves both.
+//! `ack` / `requeue` / `reject` per message, and one way to stop: [`WorkQueue::stop_consuming`]
+//! — so one consumer loop serves both.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,8 +58,12 @@ pub trait WorkQueue: Send + Sync + 'static {
     type Delivery: Delivery;
     /// Publishes a batch; returns once every message is confirmed.
     fn publish(&self, batch: Vec<Message>) -> impl Future<Output = Result<(), QueueError>> + Send;
-    /// The next delivery, or None once the queue is drained and closed.
+    /// The next delivery, or None once the queue is drained and closed, or consuming stopped.
     fn next(&self) -> impl Future<Output = Result<Option<Self::Delivery>, QueueError>> + Send;
+    /// Stops consuming (graceful shutdown): messages not handed out yet go back to the queue
+    /// for other consumers at once, deliveries already handed out can still be settled, and
+    /// `next()` returns None from now on.
+    fn stop_consuming(&self) -> impl Future<Output = Result<(), QueueError>> + Send;
 }
 
 /// The embedded queue: publishers wait while `capacity` chunks are queued (so memory stays flat
@@ -96,6 +101,8 @@ struct Inner {
     /// Published but not yet acked or rejected.
     outstanding: AtomicU64,
     producer_done: AtomicBool,
+    /// `stop_consuming` was called: nothing more is handed out.
+    stopped: AtomicBool,
     dead: Mutex<Vec<Message>>,
 }
 
@@ -112,13 +119,15 @@ impl InProcessQueue {
                 permits: async_channel::bounded(capacity.div_ceil(chunk).max(1)),
                 outstanding: AtomicU64::new(0),
                 producer_done: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
                 dead: Mutex::new(Vec::new()),
             }),
             local: Mutex::new(Default::default()),
         }
     }
 
-    /// No more messages will be published: consumers stop once the rest are settled.
+    /// No more messages will be published: the queue closes once the rest are settled, and
+    /// `next()` then returns None (the end of the input, not a stop: see `stop_consuming`).
     pub fn finish_publishing(&self) {
         self.inner.producer_done.store(true, Ordering::SeqCst);
         self.inner.close_if_drained();
@@ -177,6 +186,9 @@ impl WorkQueue for InProcessQueue {
                 .lock()
                 .map_err(|_| QueueError::Backend("queue buffer lock poisoned".into()))
         };
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
         let buffered = local()?.pop_front();
         let (message, redelivered) = match buffered {
             Some(item) => item,
@@ -184,6 +196,10 @@ impl WorkQueue for InProcessQueue {
                 let Ok(chunk) = self.inner.rx.recv().await else {
                     return Ok(None);
                 };
+                if self.inner.stopped.load(Ordering::SeqCst) {
+                    // Nobody else consumes this process's queue: what is left is abandoned.
+                    return Ok(None);
+                }
                 if chunk.iter().any(|(_, redelivered)| !redelivered) {
                     let _ = self.inner.permits.1.try_recv();
                 }
@@ -200,6 +216,14 @@ impl WorkQueue for InProcessQueue {
             message,
             redelivered,
         }))
+    }
+
+    /// There is no other consumer of an in-process queue to hand messages to: stopping ends
+    /// every consumer's `next()` (the run is abandoned, as on Ctrl-C).
+    async fn stop_consuming(&self) -> Result<(), QueueError> {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.tx.close();
+        Ok(())
     }
 }
 

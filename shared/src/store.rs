@@ -47,8 +47,14 @@ impl Counts {
     }
 }
 
+/// Why a store operation failed. [`StoreError::is_transient`] is the one rule a consumer settles
+/// a message by: a transient error is retried, then the message is requeued; any other is
+/// permanent and the message goes to the dead-letter queue.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The store is unreachable or did not answer in time (a Redis restart): worth retrying.
+    #[error("result store unavailable: {0}")]
+    Unavailable(String),
     #[error("result store I/O: {0}")]
     Io(#[from] io::Error),
     #[error("result store: {0}")]
@@ -59,6 +65,13 @@ pub enum StoreError {
         index: u64,
         message: String,
     },
+}
+
+impl StoreError {
+    /// Whether another attempt may succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
 }
 
 pub trait ResultStore: Send + Sync + 'static {

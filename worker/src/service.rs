@@ -1,38 +1,31 @@
-//! The fleet worker (`evalfleet worker`): consumes example messages of any run, evaluates them
-//! with that run's spec, stores the result and only then acknowledges the message.
-//!
-//! Failure handling, message by message:
-//! - a message of an unknown (or expired) run is poison: rejected to the dead-letter queue;
+//! The fleet worker (`evalfleet worker`): consumes example messages of any run and evaluates
+//! each with that run's spec, through the one consumer loop ([`crate::consume`]). What is
+//! particular to the fleet lives here, behind [`Runs`]:
+//! - a message's run is looked up in the registry (its spec, once per run and process); an
+//!   unknown (or expired) run makes the message poison, rejected to the dead-letter queue;
 //! - a message of a cancelled run is acked and dropped without any judge call;
-//! - a result that cannot be stored (Redis away) is retried a few times, then the message is
-//!   requeued: the broker redelivers it and the store's at-most-once write keeps counts exact;
-//! - a rejected judge API key stops this worker (the message is requeued for a worker whose key
-//!   works), instead of failing every example;
-//! - on shutdown the worker stops taking messages, finishes what it holds within a deadline,
-//!   acks, and returns; anything unacked goes back to the broker.
+//! - live judges are shared by runs with the same judge configuration (so they share rate
+//!   limits), and use the fleet-wide limiter and the Redis judge cache;
+//! - a failed example's message is kept so `evalfleet retry` can re-enqueue it.
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use evalfleet_shared::judge_cache::{JudgeCache, NoCache};
-use evalfleet_shared::queue::{Delivery, WorkQueue};
+use evalfleet_shared::queue::{Message, WorkQueue};
 use evalfleet_shared::runs::{RunDirectory, RunState};
 use evalfleet_shared::shared_limit::SharedLimiter;
 use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::{PutOutcome, ResultStore};
-use tokio::sync::watch;
+use evalfleet_shared::store::ResultStore;
 
+use crate::consume::{run_consumers, Resolution, Runs};
 use crate::judge::{Judge, LiveJudge};
-use crate::metrics::metrics;
-use crate::{process, Pipeline, WorkerError, WorkerStats};
+use crate::{Pipeline, WorkerError, WorkerStats};
 
 /// How long a run's cancelled/not-cancelled state is trusted before it is read again.
 const STATE_TTL: Duration = Duration::from_secs(2);
-/// Attempts to store one result before the message is handed back to the broker.
-const STORE_ATTEMPTS: u32 = 5;
 
 pub struct ServiceOptions {
     /// Messages processed at once.
@@ -41,28 +34,27 @@ pub struct ServiceOptions {
     pub shutdown_deadline: Duration,
 }
 
-/// Shared by every consumer task: the run contexts, and the live judges (one per distinct
-/// judge configuration, so runs with the same providers share rate limits).
+/// The fleet worker: its queue and store, and the runs it has seen.
 pub struct FleetWorker<Q, S, D> {
     queue: Q,
     store: Arc<S>,
-    runs: Arc<D>,
+    runs: Arc<FleetRuns<D>>,
+    pub stats: Arc<WorkerStats>,
+}
+
+/// The fleet's [`Runs`]: run contexts from the registry, and the live judges (one per distinct
+/// judge configuration, so runs with the same providers share rate limits).
+pub struct FleetRuns<D> {
+    registry: Arc<D>,
     cache: Arc<dyn JudgeCache>,
     limiter: Option<Arc<dyn SharedLimiter>>,
     contexts: Mutex<HashMap<String, Arc<RunContext>>>,
     judges: Mutex<HashMap<String, Arc<LiveJudge>>>,
-    pub stats: Arc<WorkerStats>,
 }
 
 struct RunContext {
     pipeline: Arc<Pipeline>,
     state: Mutex<(RunState, Instant)>,
-}
-
-enum Handling {
-    Ack,
-    Requeue,
-    Reject,
 }
 
 impl<Q, S, D> FleetWorker<Q, S, D>
@@ -74,159 +66,81 @@ where
     pub fn new(
         queue: Q,
         store: Arc<S>,
-        runs: Arc<D>,
+        registry: Arc<D>,
         cache: Arc<dyn JudgeCache>,
         limiter: Option<Arc<dyn SharedLimiter>>,
     ) -> Self {
         FleetWorker {
             queue,
             store,
-            runs,
-            cache,
-            limiter,
-            contexts: Mutex::new(HashMap::new()),
-            judges: Mutex::new(HashMap::new()),
+            runs: Arc::new(FleetRuns {
+                registry,
+                cache,
+                limiter,
+                contexts: Mutex::new(HashMap::new()),
+                judges: Mutex::new(HashMap::new()),
+            }),
             stats: Arc::new(WorkerStats::default()),
         }
     }
 
-    /// Consumes until `shutdown` resolves (then drains within the deadline) or a judge key is
-    /// rejected.
+    /// Consumes until `shutdown` resolves (then stops consuming and drains within the
+    /// deadline) or a judge key is rejected.
     pub async fn serve(
         self: Arc<Self>,
         opts: ServiceOptions,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), WorkerError> {
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..opts.concurrency.max(1) {
-            let (me, mut stop) = (self.clone(), stop_rx.clone());
-            tasks.spawn(async move { me.consume(&mut stop).await });
-        }
-        let mut failure = None;
-        tokio::select! {
-            _ = shutdown => tracing::info!("shutdown requested: finishing in-flight examples"),
-            Some(done) = tasks.join_next() => failure = done.map_err(|e| WorkerError::Task(e.to_string())).and_then(|r| r).err(),
-        }
-        let _ = stop_tx.send(true);
-        let drain = async {
-            while let Some(done) = tasks.join_next().await {
-                if let Err(e) = done
-                    .map_err(|e| WorkerError::Task(e.to_string()))
-                    .and_then(|r| r)
-                {
-                    failure.get_or_insert(e);
-                }
-            }
-        };
-        if tokio::time::timeout(opts.shutdown_deadline, drain)
-            .await
-            .is_err()
-        {
-            tracing::warn!(deadline = ?opts.shutdown_deadline, "in-flight examples did not finish in time; the broker redelivers them");
-        }
-        failure.map_or(Ok(()), Err)
+        run_consumers(
+            self.queue.clone(),
+            self.store.clone(),
+            self.runs.clone(),
+            opts.concurrency,
+            self.stats.clone(),
+            shutdown,
+            opts.shutdown_deadline,
+        )
+        .await
     }
+}
 
-    async fn consume(&self, stop: &mut watch::Receiver<bool>) -> Result<(), WorkerError> {
-        loop {
-            let delivery = tokio::select! {
-                biased;
-                _ = stop.changed() => return Ok(()),
-                next = self.queue.next() => match next? {
-                    Some(d) => d,
-                    None => return Ok(()),
-                },
-            };
-            if delivery.redelivered() {
-                self.stats.redelivered.fetch_add(1, Ordering::Relaxed);
-                metrics().redelivered.inc();
-            }
-            let handling = self.handle(&delivery).await;
-            // Settling fails when the channel died under the delivery (a broker restart): the
-            // broker redelivers the message, and the store's at-most-once write absorbs it.
-            let settled = match &handling {
-                Ok(Handling::Ack) => delivery.ack().await,
-                Ok(Handling::Requeue) | Err(_) => delivery.requeue().await,
-                Ok(Handling::Reject) => {
-                    metrics().dead_lettered.inc();
-                    delivery.reject().await
-                }
-            };
-            if let Err(e) = settled {
-                tracing::warn!(error = %e, "could not settle a delivery; the broker will redeliver it");
-            }
-            handling?;
-            if *stop.borrow() {
-                return Ok(());
-            }
-        }
-    }
-
-    /// What to do with one delivery; Err only when this worker must stop.
-    async fn handle(&self, delivery: &Q::Delivery) -> Result<Handling, WorkerError> {
-        let msg = delivery.message();
+impl<D: RunDirectory> Runs for FleetRuns<D> {
+    async fn resolve(&self, msg: &Message) -> Resolution {
         let ctx = match self.context(&msg.run_id).await {
             Ok(Some(ctx)) => ctx,
-            Ok(None) => {
-                tracing::warn!(message_id = %msg.message_id(), "message of an unknown run: rejected to the dead-letter queue");
-                return Ok(Handling::Reject);
-            }
+            Ok(None) => return Resolution::Unknown,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the run registry; requeueing");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                return Ok(Handling::Requeue);
+                return Resolution::Unavailable;
             }
         };
         if self.state(&msg.run_id, &ctx).await == RunState::Cancelled {
-            return Ok(Handling::Ack);
+            return Resolution::Cancelled;
         }
-        let mut evaluator = ctx.pipeline.evaluator();
-        let record = process(&mut evaluator, &ctx.pipeline.judge, msg).await;
-        if let Some(reason) = ctx.pipeline.judge.stopped() {
-            return Err(WorkerError::Stopped(reason.to_owned()));
-        }
-        if record.outcome == evalfleet_shared::record::Outcome::Failed {
-            if let Ok(json) = serde_json::to_string(msg) {
-                if let Err(e) = self
-                    .runs
-                    .keep_failed_message(&msg.run_id, msg.index, &json)
-                    .await
-                {
-                    tracing::warn!(error = %e, "cannot keep the failed example's message for retry");
-                }
-            }
-        }
-        let mut backoff = Duration::from_millis(100);
-        for attempt in 1..=STORE_ATTEMPTS {
-            match self.store.put(record.clone()).await {
-                Ok(outcome) => {
-                    if outcome == PutOutcome::AlreadyStored {
-                        self.stats.duplicates.fetch_add(1, Ordering::Relaxed);
-                    }
-                    self.stats.processed.fetch_add(1, Ordering::Relaxed);
-                    return Ok(Handling::Ack);
-                }
-                Err(e) if attempt < STORE_ATTEMPTS => {
-                    tracing::warn!(error = %e, attempt, "storing a result failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "storing a result failed; requeueing the message")
-                }
-            }
-        }
-        self.stats.requeued.fetch_add(1, Ordering::Relaxed);
-        Ok(Handling::Requeue)
+        Resolution::Evaluate(ctx.pipeline.clone())
     }
 
+    async fn keep_failed(&self, msg: &Message) {
+        let Ok(json) = serde_json::to_string(msg) else {
+            return;
+        };
+        if let Err(e) = self
+            .registry
+            .keep_failed_message(&msg.run_id, msg.index, &json)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot keep the failed example's message for retry");
+        }
+    }
+}
+
+impl<D: RunDirectory> FleetRuns<D> {
     async fn context(&self, run_id: &str) -> Result<Option<Arc<RunContext>>, WorkerError> {
         if let Some(ctx) = self.contexts.lock().map_err(poisoned)?.get(run_id) {
             return Ok(Some(ctx.clone()));
         }
         let Some(spec) = self
-            .runs
+            .registry
             .spec(run_id)
             .await
             .map_err(|e| WorkerError::Task(e.to_string()))?
@@ -289,7 +203,7 @@ where
             return cached.0;
         }
         let fresh = self
-            .runs
+            .registry
             .state(run_id)
             .await
             .ok()

@@ -10,7 +10,9 @@
 //! `message_id`, and counted (DESIGN §3, §8).
 //!
 //! `stop()` cancels the subscription (`basic_cancel`) but keeps the channel open, so the
-//! deliveries already received can still be acked; `next()` drains them, then returns None.
+//! deliveries already handed out can still be acked. The deliveries prefetched but not handed
+//! out are requeued as `next()` drains the subscription, so another worker takes them at once
+//! instead of waiting for this process to exit; `next()` then returns None.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,6 +35,8 @@ use super::topology::declare_topology;
 use super::AmqpError;
 
 const CANCEL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a stopping consumer waits for the rest of its subscription's buffer.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 
 struct Active {
     generation: u64,
@@ -105,6 +109,7 @@ impl Consuming {
                 continue;
             };
             match active.consumer.next().await {
+                Some(Ok(delivery)) if *stopped.borrow() => give_back(delivery).await,
                 Some(Ok(delivery)) => {
                     if let Some(found) = self.accept(delivery).await {
                         return Ok(Some(found));
@@ -235,10 +240,26 @@ impl Consuming {
         }
     }
 
-    /// Stops new deliveries; those already received stay ackable.
+    /// Stops new deliveries; those already handed out stay ackable, the prefetched rest goes
+    /// back to the queue.
     pub(crate) async fn stop(&self) -> Result<(), AmqpError> {
         self.stopped.send_replace(true);
-        self.cancel().await
+        let cancelled = self.cancel().await;
+        // When every task is busy, nobody reads the subscription: give its buffer back now,
+        // not when a task comes back for more. (A task waiting in `next()` holds the lock and
+        // gives the buffer back itself.)
+        if let Ok(mut guard) = self.active.try_lock() {
+            if let Some(active) = guard.as_mut().filter(|a| !a.ended) {
+                loop {
+                    match tokio::time::timeout(DRAIN_TIMEOUT, active.consumer.next()).await {
+                        Ok(Some(Ok(delivery))) => give_back(delivery).await,
+                        Ok(Some(Err(_)) | None) | Err(_) => break,
+                    }
+                }
+                active.ended = true;
+            }
+        }
+        cancelled
     }
 
     async fn cancel(&self) -> Result<(), AmqpError> {
@@ -263,6 +284,15 @@ impl Consuming {
                 after: CANCEL_TIMEOUT,
             }),
         }
+    }
+}
+
+/// A prefetched delivery this stopping consumer will not start: back to the queue, now. (If
+/// the channel is gone, the broker requeues it anyway.)
+async fn give_back(delivery: LapinDelivery) {
+    let requeue = BasicRejectOptions { requeue: true };
+    if let Err(e) = delivery.acker.reject(requeue).await {
+        tracing::debug!(error = %e, "could not requeue a prefetched delivery; the broker will");
     }
 }
 

@@ -72,13 +72,6 @@ impl AmqpQueue {
         self.inner.supervisor.config()
     }
 
-    /// Stop receiving new deliveries (`basic_cancel`) — for graceful shutdown; deliveries
-    /// already received can still be acked; `next()` then returns `Ok(None)` once the local
-    /// buffer is empty.
-    pub async fn stop_consuming(&self) -> Result<(), AmqpError> {
-        self.inner.consuming.stop().await
-    }
-
     /// Ready message counts of the work queue and the dead-letter queue (passive declare), and
     /// the work queue's consumers.
     pub async fn depths(&self) -> Result<QueueDepths, AmqpError> {
@@ -222,8 +215,14 @@ impl WorkQueue for AmqpQueue {
     }
 
     /// The next valid delivery (poison messages are dead-lettered on the way); None once
-    /// `stop_consuming` was called and the received deliveries are drained.
+    /// `stop_consuming` was called.
     async fn next(&self) -> Result<Option<AmqpDelivery>, QueueError> {
         Ok(self.inner.consuming.next(&self.inner.supervisor).await?)
+    }
+
+    /// Cancels the subscription (`basic_cancel`); the deliveries prefetched but not handed out
+    /// are requeued at once, so another worker takes them while this one finishes its own.
+    async fn stop_consuming(&self) -> Result<(), QueueError> {
+        Ok(self.inner.consuming.stop().await?)
     }
 }

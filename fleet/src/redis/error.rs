@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use evalfleet_shared::store::StoreError;
 use redis::{ErrorKind, ServerErrorKind};
 
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +68,18 @@ impl RedisError {
             | RedisError::Timeout { op, .. }
             | RedisError::Data { op, .. }
             | RedisError::UnknownRun { op, .. } => op,
+        }
+    }
+}
+
+/// The store seam's view: transient errors stay transient ([`StoreError::is_transient`]), so a
+/// consumer that only sees the trait retries exactly what is worth retrying.
+impl From<RedisError> for StoreError {
+    fn from(e: RedisError) -> StoreError {
+        if e.is_transient() {
+            StoreError::Unavailable(e.to_string())
+        } else {
+            StoreError::Backend(e.to_string())
         }
     }
 }

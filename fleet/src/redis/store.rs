@@ -9,7 +9,6 @@
 //! restart) is shared by all clones of the store; an operation that fails during an outage
 //! returns a transient error and the caller retries.
 
-use std::io;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
@@ -240,33 +239,19 @@ fn glob_escape(s: &str) -> String {
     out
 }
 
-/// Transient errors become `StoreError::Io` (retry: nack with requeue), permanent ones
-/// `StoreError::Backend`, so code that only sees the trait can still tell them apart.
-fn store_error(e: RedisError) -> StoreError {
-    if e.is_transient() {
-        let kind = match e {
-            RedisError::Timeout { .. } => io::ErrorKind::TimedOut,
-            _ => io::ErrorKind::ConnectionAborted,
-        };
-        StoreError::Io(io::Error::new(kind, e.to_string()))
-    } else {
-        StoreError::Backend(e.to_string())
-    }
-}
-
 impl ResultStore for RedisStore {
     async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
-        self.put_record(&rec).await.map_err(store_error)
+        self.put_record(&rec).await.map_err(StoreError::from)
     }
 
     async fn counts(&self, run_id: &str) -> Result<Counts, StoreError> {
-        self.run_counts(run_id).await.map_err(store_error)
+        self.run_counts(run_id).await.map_err(StoreError::from)
     }
 
     async fn stored(&self, run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
         RedisStore::stored(self, run_id, indices)
             .await
-            .map_err(store_error)
+            .map_err(StoreError::from)
     }
 }
 
@@ -281,17 +266,17 @@ mod tests {
     }
 
     #[test]
-    fn transient_errors_map_to_io() {
-        let t = store_error(RedisError::Timeout {
+    fn transient_errors_stay_transient_behind_the_trait() {
+        let t = StoreError::from(RedisError::Timeout {
             op: "put",
             key: "k".into(),
             after: Duration::from_secs(1),
         });
-        assert!(matches!(t, StoreError::Io(ref e) if e.kind() == io::ErrorKind::TimedOut));
-        let p = store_error(RedisError::UnknownRun {
+        assert!(t.is_transient(), "{t}");
+        let p = StoreError::from(RedisError::UnknownRun {
             op: "put",
             id: "r".into(),
         });
-        assert!(matches!(p, StoreError::Backend(_)));
+        assert!(!p.is_transient(), "{p}");
     }
 }

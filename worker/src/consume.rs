@@ -1,0 +1,244 @@
+//! The consumer loop: the one road every example takes, in the embedded `run` and in fleet
+//! workers alike. Take a delivery, find the run's pipeline, evaluate, store the result durably,
+//! and only then settle the delivery:
+//!
+//! | what happened | settle |
+//! |---|---|
+//! | the result is stored (or was already: a redelivery) | ack |
+//! | the run was cancelled | ack, without judging |
+//! | the store is unavailable | retried with backoff a few times, then requeue |
+//! | the store refused the result for good, or the run is unknown | reject (dead-letter queue) |
+//! | the run registry cannot be read | requeue |
+//! | a judge API key was rejected | requeue, and this worker stops |
+//!
+//! Stopping is [`WorkQueue::stop_consuming`] and nothing else: [`run_consumers`] calls it on
+//! shutdown (or when a consumer must stop), the queue hands out nothing more and gives the
+//! messages it prefetched back, and every consumer finishes the example it holds.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use evalfleet_shared::evaluate::Evaluator;
+use evalfleet_shared::queue::{Delivery, Message, WorkQueue};
+use evalfleet_shared::record::{Outcome, ResultRecord};
+use evalfleet_shared::store::{PutOutcome, ResultStore, StoreError};
+
+use crate::metrics::metrics;
+use crate::{process, Pipeline, WorkerError, WorkerStats};
+
+/// Attempts to store one result before the message is handed back to the queue.
+const STORE_ATTEMPTS: usize = 5;
+/// How long a consumer waits before requeueing a message whose run it cannot look up.
+const REGISTRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// What to do with a message of some run.
+pub enum Resolution {
+    /// Evaluate it with this pipeline.
+    Evaluate(Arc<Pipeline>),
+    /// The run was cancelled: drop the message without judging it.
+    Cancelled,
+    /// No such run (or it expired): the message is poison.
+    Unknown,
+    /// The registry could not be read: try again later.
+    Unavailable,
+}
+
+/// Where a message's pipeline comes from: one fixed pipeline in `run`, the run registry in
+/// the fleet.
+pub trait Runs: Send + Sync + 'static {
+    fn resolve(&self, msg: &Message) -> impl Future<Output = Resolution> + Send;
+    /// Keeps a failed example's message so `evalfleet retry` can re-enqueue it.
+    fn keep_failed(&self, msg: &Message) -> impl Future<Output = ()> + Send;
+}
+
+/// The embedded run: every message belongs to the one run being evaluated.
+pub struct OneRun(pub Arc<Pipeline>);
+
+impl Runs for OneRun {
+    async fn resolve(&self, _: &Message) -> Resolution {
+        Resolution::Evaluate(self.0.clone())
+    }
+
+    async fn keep_failed(&self, _: &Message) {}
+}
+
+/// How a delivery is settled.
+enum Settle {
+    Ack,
+    Requeue,
+    Reject,
+}
+
+/// Runs `concurrency` consumers until the queue ends, a consumer must stop (a rejected judge
+/// key), or `shutdown` resolves; then stops consuming and gives in-flight examples up to
+/// `deadline` to finish. Returns the first consumer error.
+pub async fn run_consumers<Q, S, R>(
+    queue: Q,
+    store: Arc<S>,
+    runs: Arc<R>,
+    concurrency: usize,
+    stats: Arc<WorkerStats>,
+    shutdown: impl Future<Output = ()> + Send,
+    deadline: Duration,
+) -> Result<(), WorkerError>
+where
+    Q: WorkQueue + Clone,
+    S: ResultStore,
+    R: Runs,
+{
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.max(1) {
+        let (queue, store, runs, stats) =
+            (queue.clone(), store.clone(), runs.clone(), stats.clone());
+        tasks.spawn(async move { consume(&queue, store.as_ref(), runs.as_ref(), &stats).await });
+    }
+    let joined = |done: Result<Result<(), WorkerError>, tokio::task::JoinError>| {
+        done.map_err(|e| WorkerError::Task(e.to_string()))
+            .and_then(|r| r)
+    };
+    let mut failure = None;
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => {
+                tracing::info!("shutdown requested: finishing in-flight examples");
+                break;
+            }
+            done = tasks.join_next() => match done {
+                None => return Ok(()),
+                Some(done) => if let Err(e) = joined(done) {
+                    failure = Some(e);
+                    break;
+                },
+            },
+        }
+    }
+    if let Err(e) = queue.stop_consuming().await {
+        tracing::warn!(error = %e, "could not stop consuming; unsettled messages come back when the connection closes");
+    }
+    let drain = async {
+        while let Some(done) = tasks.join_next().await {
+            if let Err(e) = joined(done) {
+                failure.get_or_insert(e);
+            }
+        }
+    };
+    if tokio::time::timeout(deadline, drain).await.is_err() {
+        tracing::warn!(
+            ?deadline,
+            "in-flight examples did not finish in time; the queue redelivers them"
+        );
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// One consumer: deliveries until the queue ends or is stopped.
+async fn consume<Q: WorkQueue, S: ResultStore, R: Runs>(
+    queue: &Q,
+    store: &S,
+    runs: &R,
+    stats: &WorkerStats,
+) -> Result<(), WorkerError> {
+    // The evaluator of the last run seen, reused while messages of that run keep coming (it
+    // caches log-analysis scenario files).
+    let mut evaluator: Option<(Arc<Pipeline>, Evaluator)> = None;
+    while let Some(delivery) = queue.next().await? {
+        if delivery.redelivered() {
+            stats.redelivered.fetch_add(1, Ordering::Relaxed);
+            metrics().redelivered.inc();
+        }
+        let handled = handle(delivery.message(), store, runs, stats, &mut evaluator).await;
+        // Settling fails when the channel died under the delivery (a broker restart): the
+        // broker redelivers the message, and the store's at-most-once write absorbs it.
+        let settled = match &handled {
+            Ok(Settle::Ack) => delivery.ack().await,
+            Ok(Settle::Requeue) | Err(_) => delivery.requeue().await,
+            Ok(Settle::Reject) => {
+                metrics().dead_lettered.inc();
+                delivery.reject().await
+            }
+        };
+        if let Err(e) = settled {
+            tracing::warn!(error = %e, "could not settle a delivery; the queue will redeliver it");
+        }
+        handled?;
+    }
+    Ok(())
+}
+
+/// What to do with one message; Err only when this worker must stop.
+async fn handle<S: ResultStore, R: Runs>(
+    msg: &Message,
+    store: &S,
+    runs: &R,
+    stats: &WorkerStats,
+    evaluator: &mut Option<(Arc<Pipeline>, Evaluator)>,
+) -> Result<Settle, WorkerError> {
+    let pipeline = match runs.resolve(msg).await {
+        Resolution::Evaluate(p) => p,
+        Resolution::Cancelled => return Ok(Settle::Ack),
+        Resolution::Unknown => {
+            tracing::warn!(message_id = %msg.message_id(), "message of an unknown run: rejected to the dead-letter queue");
+            return Ok(Settle::Reject);
+        }
+        Resolution::Unavailable => {
+            tokio::time::sleep(REGISTRY_PAUSE).await;
+            return Ok(Settle::Requeue);
+        }
+    };
+    let evaluator = match evaluator {
+        Some((p, e)) if Arc::ptr_eq(p, &pipeline) => e,
+        slot => &mut slot.insert((pipeline.clone(), pipeline.evaluator())).1,
+    };
+    let record = process(evaluator, &pipeline.judge, msg).await;
+    if let Some(reason) = pipeline.judge.stopped() {
+        // The example was not judged: give it back for a worker whose key works.
+        return Err(WorkerError::Stopped(reason.to_owned()));
+    }
+    if record.outcome == Outcome::Failed {
+        runs.keep_failed(msg).await;
+    }
+    Ok(match store_result(store, record).await {
+        Ok(outcome) => {
+            if outcome == PutOutcome::AlreadyStored {
+                stats.duplicates.fetch_add(1, Ordering::Relaxed);
+            }
+            stats.processed.fetch_add(1, Ordering::Relaxed);
+            Settle::Ack
+        }
+        Err(e) if e.is_transient() => {
+            tracing::warn!(error = %e, message_id = %msg.message_id(), "storing a result failed; requeueing the message");
+            stats.requeued.fetch_add(1, Ordering::Relaxed);
+            Settle::Requeue
+        }
+        Err(e) => {
+            tracing::error!(error = %e, message_id = %msg.message_id(), "the store refused the result; rejecting the message to the dead-letter queue");
+            Settle::Reject
+        }
+    })
+}
+
+/// Stores a result, retrying transient store errors with backoff (the record is cloned per
+/// attempt: `put` takes it, so that the event carries it on without a copy).
+async fn store_result<S: ResultStore>(
+    store: &S,
+    record: ResultRecord,
+) -> Result<PutOutcome, StoreError> {
+    let schedule = ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(5))
+        .with_max_times(STORE_ATTEMPTS - 1);
+    (|| store.put(record.clone()))
+        .retry(schedule)
+        .when(StoreError::is_transient)
+        .notify(|e: &StoreError, wait: Duration| {
+            tracing::warn!(error = %e, ?wait, "storing a result failed; retrying");
+        })
+        .await
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,172 @@
+//! The settle rules of the consumer loop, on the in-process queue with a store that fails on
+//! command.
+
+use std::sync::Mutex;
+
+use evalfleet_shared::contract::message;
+use evalfleet_shared::queue::InProcessQueue;
+use evalfleet_shared::record::ResultRecord;
+use evalfleet_shared::routing::ProviderRules;
+use evalfleet_shared::store::Counts;
+use evalfleet_shared::suite::{Suite, SuiteKind};
+
+use super::*;
+use crate::Judge;
+
+/// A store that answers its first `fail` puts with `error` and then stores.
+struct Store {
+    fail: Mutex<u32>,
+    transient: bool,
+    stored: Mutex<Vec<ResultRecord>>,
+}
+
+impl Store {
+    fn failing(fail: u32, transient: bool) -> Arc<Store> {
+        Arc::new(Store {
+            fail: Mutex::new(fail),
+            transient,
+            stored: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn stored(&self) -> usize {
+        self.stored.lock().unwrap().len()
+    }
+}
+
+impl ResultStore for Store {
+    async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
+        let mut fail = self.fail.lock().unwrap();
+        if *fail > 0 {
+            *fail -= 1;
+            return Err(if self.transient {
+                StoreError::Unavailable("redis restarting".into())
+            } else {
+                StoreError::Backend("script error".into())
+            });
+        }
+        self.stored.lock().unwrap().push(rec);
+        Ok(PutOutcome::Stored)
+    }
+
+    async fn counts(&self, _: &str) -> Result<Counts, StoreError> {
+        Ok(Counts::default())
+    }
+
+    async fn stored(&self, _: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
+        Ok(vec![false; indices.len()])
+    }
+}
+
+/// Every message resolves to `resolution` (the pipeline: support-judge, heuristic judge).
+struct Fixed(fn(Arc<Pipeline>) -> Resolution, Arc<Pipeline>);
+
+impl Runs for Fixed {
+    async fn resolve(&self, _: &Message) -> Resolution {
+        (self.0)(self.1.clone())
+    }
+
+    async fn keep_failed(&self, _: &Message) {}
+}
+
+fn pipeline() -> Arc<Pipeline> {
+    Arc::new(Pipeline {
+        suite: Arc::new(Suite::builtin(SuiteKind::SupportJudge)),
+        rules: ProviderRules::default(),
+        dataset_dir: None,
+        judge: Judge::Heuristic,
+    })
+}
+
+/// Publishes `n` messages, runs one consumer over them and returns the queue and the stats.
+async fn run(
+    n: u64,
+    store: Arc<Store>,
+    resolve: fn(Arc<Pipeline>) -> Resolution,
+) -> (InProcessQueue, Arc<WorkerStats>) {
+    let queue = InProcessQueue::new(16, 1);
+    queue
+        .publish((0..n).map(|i| message("r", i)).collect())
+        .await
+        .unwrap();
+    queue.finish_publishing();
+    let stats = Arc::new(WorkerStats::default());
+    let runs = Arc::new(Fixed(resolve, pipeline()));
+    let consumers = run_consumers(
+        queue.clone(),
+        store,
+        runs,
+        1,
+        stats.clone(),
+        std::future::pending(),
+        Duration::from_secs(5),
+    );
+    tokio::time::timeout(Duration::from_secs(20), consumers)
+        .await
+        .expect("the queue drains")
+        .expect("no consumer error");
+    (queue, stats)
+}
+
+#[tokio::test]
+async fn a_transient_store_error_is_retried_then_acked() {
+    let store = Store::failing(2, true);
+    let (queue, stats) = run(1, store.clone(), Resolution::Evaluate).await;
+    assert_eq!(store.stored(), 1);
+    assert_eq!(stats.requeued.load(Ordering::Relaxed), 0);
+    assert!(queue.dead_letters().is_empty());
+}
+
+#[tokio::test]
+async fn a_store_unavailable_past_the_retries_requeues_the_message() {
+    let store = Store::failing(STORE_ATTEMPTS as u32, true);
+    let (queue, stats) = run(1, store.clone(), Resolution::Evaluate).await;
+    assert_eq!(stats.requeued.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.redelivered.load(Ordering::Relaxed), 1);
+    assert_eq!(store.stored(), 1, "stored on the redelivery");
+    assert!(queue.dead_letters().is_empty());
+}
+
+#[tokio::test]
+async fn a_permanent_store_error_rejects_to_the_dead_letter_queue() {
+    let store = Store::failing(1, false);
+    let (queue, stats) = run(2, store.clone(), Resolution::Evaluate).await;
+    assert_eq!(store.stored(), 1, "the other message is stored");
+    assert_eq!(queue.dead_letters().len(), 1);
+    assert_eq!(stats.requeued.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test]
+async fn unknown_runs_are_rejected_and_cancelled_ones_acked_unjudged() {
+    let store = Store::failing(0, true);
+    let (queue, _) = run(3, store.clone(), |_| Resolution::Unknown).await;
+    assert_eq!(queue.dead_letters().len(), 3);
+    let (queue, _) = run(3, store.clone(), |_| Resolution::Cancelled).await;
+    assert!(queue.dead_letters().is_empty());
+    assert_eq!(store.stored(), 0, "nothing evaluated or stored");
+}
+
+#[tokio::test]
+async fn a_shutdown_stops_consuming_and_leaves_the_rest_unstarted() {
+    let queue = InProcessQueue::new(64, 1);
+    queue
+        .publish((0..20).map(|i| message("r", i)).collect())
+        .await
+        .unwrap();
+    let store = Store::failing(0, true);
+    let stats = Arc::new(WorkerStats::default());
+    let consumers = run_consumers(
+        queue.clone(),
+        store.clone(),
+        Arc::new(OneRun(pipeline())),
+        2,
+        stats,
+        async {},
+        Duration::from_secs(5),
+    );
+    tokio::time::timeout(Duration::from_secs(10), consumers)
+        .await
+        .expect("stops at once")
+        .expect("no consumer error");
+    assert!(store.stored() < 20, "stopped before the end of the queue");
+}
