@@ -250,11 +250,10 @@ impl Consuming {
         // gives the buffer back itself.)
         if let Ok(mut guard) = self.active.try_lock() {
             if let Some(active) = guard.as_mut().filter(|a| !a.ended) {
-                loop {
-                    match tokio::time::timeout(DRAIN_TIMEOUT, active.consumer.next()).await {
-                        Ok(Some(Ok(delivery))) => give_back(delivery).await,
-                        Ok(Some(Err(_)) | None) | Err(_) => break,
-                    }
+                while let Ok(Some(Ok(delivery))) =
+                    tokio::time::timeout(DRAIN_TIMEOUT, active.consumer.next()).await
+                {
+                    give_back(delivery).await;
                 }
                 active.ended = true;
             }
