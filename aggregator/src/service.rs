@@ -419,7 +419,7 @@ impl Aggregator {
                     id: meta.id.clone(),
                     suite: spec.suite.name.clone(),
                     dataset: spec.dataset.clone(),
-                    judge: spec.judge.clone(),
+                    judge: spec.judge,
                     started_at: meta.created_at.clone(),
                     finished_at: finished_at.to_string(),
                     duration_seconds: finished_at.duration_since(started).as_secs_f64().max(0.0),
@@ -502,7 +502,7 @@ mod tests {
     fn a_run_is_reported_all_folded_once_when_its_last_result_arrives() {
         let spec = RunSpec {
             suite: Suite::builtin(SuiteKind::SupportJudge),
-            judge: "heuristic".into(),
+            judge: evalfleet_shared::spec::JudgeMode::Heuristic,
             judges: Default::default(),
             model_prefixes: Default::default(),
             dataset: "d.jsonl".into(),

@@ -78,7 +78,7 @@ pub async fn submit(
                 created_at: jiff::Timestamp::now().to_string(),
                 finished_at: None,
                 dataset: req.spec.dataset.clone(),
-                judge: req.spec.judge.clone(),
+                judge: req.spec.judge.name().to_owned(),
                 gates_passed: None,
             };
             !store.register_run(&meta, &spec).await?

@@ -44,6 +44,11 @@ pub fn parse_format(s: &str) -> Result<Format, String> {
         .ok_or_else(|| format!("unknown dataset format '{s}': use jsonl, json or csv"))
 }
 
+/// `--judge none|heuristic|live`: an unknown judge is a usage error here, before anything runs.
+pub fn parse_judge(s: &str) -> Result<evalfleet_worker::JudgeMode, String> {
+    s.parse()
+}
+
 /// The dataset's size, failing early (and as bad input) when it cannot be read.
 pub fn dataset_len(path: &Path) -> anyhow::Result<u64> {
     let meta = std::fs::metadata(path)

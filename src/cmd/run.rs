@@ -42,7 +42,7 @@ pub struct RunArgs {
     pub concurrency: Option<usize>,
     /// The judge: none, heuristic (offline, deterministic) or live (the providers under
     /// `judges:` in the config).
-    #[arg(long, value_enum, default_value = "heuristic")]
+    #[arg(long, default_value = "heuristic", value_parser = crate::cmd::parse_judge)]
     pub judge: JudgeMode,
     /// Print the judge calls, tokens and cost a live run would make, and exit: nothing is sent.
     #[arg(long)]
@@ -178,7 +178,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         id: run_id.clone(),
         suite: suite.name.clone(),
         dataset: args.dataset.display().to_string(),
-        judge: args.judge.name().to_owned(),
+        judge: args.judge,
         started_at: started_at.to_string(),
         finished_at: jiff::Timestamp::now().to_string(),
         duration_seconds: clock.elapsed().as_secs_f64(),

@@ -21,7 +21,7 @@ use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
 
 use crate::consume::{run_consumers, Resolution, Runs};
-use crate::judge::{Judge, LiveJudge};
+use crate::judge::{Judge, JudgeMode, LiveJudge};
 use crate::{Pipeline, WorkerError, WorkerStats};
 
 /// How long a run's cancelled/not-cancelled state is trusted before it is read again.
@@ -166,10 +166,10 @@ impl<D: RunDirectory> FleetRuns<D> {
     }
 
     fn judge_for(&self, spec: &RunSpec) -> Result<Judge, WorkerError> {
-        Ok(match spec.judge.as_str() {
-            "none" => Judge::None,
-            "heuristic" => Judge::Heuristic,
-            _ => {
+        Ok(match spec.judge {
+            JudgeMode::None => Judge::None,
+            JudgeMode::Heuristic => Judge::Heuristic,
+            JudgeMode::Live => {
                 let key = serde_json::to_string(&spec.judges).unwrap_or_default();
                 let mut judges = self.judges.lock().map_err(poisoned)?;
                 if let Some(live) = judges.get(&key) {

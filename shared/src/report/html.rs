@@ -34,10 +34,10 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         "<h1>evalfleet report: {}</h1>\n",
         escape(&suite.name)
     ));
-    let judge = if info.judge == "heuristic" {
+    let judge = if info.judge == crate::spec::JudgeMode::Heuristic {
         "heuristic (offline text-overlap scores, not an LLM judge)".to_owned()
     } else {
-        info.judge.clone()
+        info.judge.to_string()
     };
     h.push_str(&format!(
         "<p class=\"meta\">run <code>{}</code> · dataset <code>{}</code> · judge <b>{}</b> · finished {} in {:.1} s</p>\n",

@@ -24,7 +24,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         "Dataset `{}` · judge **{}**",
         info.dataset, info.judge
     ));
-    if info.judge == "heuristic" {
+    if info.judge == crate::spec::JudgeMode::Heuristic {
         out.push_str(" (offline text-overlap scores, not an LLM judge)");
     }
     out.push_str(&format!(

@@ -63,8 +63,7 @@ pub struct RunInfo {
     pub id: String,
     pub suite: String,
     pub dataset: String,
-    /// `none`, `heuristic` or `live`.
-    pub judge: String,
+    pub judge: crate::spec::JudgeMode,
     pub started_at: String,
     pub finished_at: String,
     pub duration_seconds: f64,

@@ -10,7 +10,7 @@ fn info() -> RunInfo {
         id: "run-1".into(),
         suite: "support-judge".into(),
         dataset: "d.json".into(),
-        judge: "heuristic".into(),
+        judge: crate::spec::JudgeMode::Heuristic,
         started_at: "2026-11-23T00:00:00Z".into(),
         finished_at: "2026-11-23T00:00:01Z".into(),
         duration_seconds: 1.0,

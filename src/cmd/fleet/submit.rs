@@ -33,7 +33,7 @@ pub struct SubmitArgs {
     /// Follow the run until its report exists; exit as `run` would.
     #[arg(long)]
     pub wait: bool,
-    #[arg(long, value_enum, default_value = "heuristic")]
+    #[arg(long, default_value = "heuristic", value_parser = crate::cmd::parse_judge)]
     pub judge: JudgeMode,
     /// Print the judge calls, tokens and cost, and exit: nothing is published.
     #[arg(long)]
@@ -60,7 +60,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .unwrap_or_else(crate::cmd::run::new_run_id);
     let spec = RunSpec {
         suite,
-        judge: args.judge.name().to_owned(),
+        judge: args.judge,
         judges: config.judges.clone(),
         model_prefixes: config.model_prefixes.clone(),
         dataset: args.dataset.display().to_string(),

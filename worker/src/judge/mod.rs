@@ -17,26 +17,7 @@ use evalfleet_shared::record::{Scores, Usage};
 pub use evalfleet_shared::judge_cache as cache;
 pub use live::LiveJudge;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum JudgeMode {
-    /// No judge: judge dimensions are null and never gate.
-    None,
-    /// Offline text-overlap scores, labelled `heuristic` everywhere.
-    #[default]
-    Heuristic,
-    /// Real providers, as configured under `judges:` in the config file.
-    Live,
-}
-
-impl JudgeMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            JudgeMode::None => "none",
-            JudgeMode::Heuristic => "heuristic",
-            JudgeMode::Live => "live",
-        }
-    }
-}
+pub use evalfleet_shared::spec::JudgeMode;
 
 /// What judging one example produced and cost. `attempts` counts judge calls made.
 #[derive(Debug, Clone, Default)]
