@@ -1,10 +1,10 @@
 //! The Redis registry seen through the worker's [`RunDirectory`] seam.
 
-use evalfleet_shared::runs::{RunDirectory, RunState};
+use evalfleet_shared::runs::{RunDirectory, RunStatus};
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::StoreError;
 
-use crate::redis::{RedisStore, RunStatus};
+use crate::redis::RedisStore;
 
 impl RunDirectory for RedisStore {
     async fn spec(&self, run_id: &str) -> Result<Option<RunSpec>, StoreError> {
@@ -19,14 +19,9 @@ impl RunDirectory for RedisStore {
         }
     }
 
-    async fn state(&self, run_id: &str) -> Result<Option<RunState>, StoreError> {
+    async fn state(&self, run_id: &str) -> Result<Option<RunStatus>, StoreError> {
         let meta = self.run(run_id).await.map_err(StoreError::from)?;
-        Ok(meta.map(|m| match m.status {
-            RunStatus::Submitting => RunState::Submitting,
-            RunStatus::Running => RunState::Running,
-            RunStatus::Complete => RunState::Complete,
-            RunStatus::Cancelled => RunState::Cancelled,
-        }))
+        Ok(meta.map(|m| m.status))
     }
 
     async fn keep_failed_message(

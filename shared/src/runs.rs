@@ -3,20 +3,60 @@
 //! Redis registry implements it; the trait keeps the worker free of Redis.
 
 use std::future::Future;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
 use crate::spec::RunSpec;
 use crate::store::StoreError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Where a run is in its life: the registry stores it (`run:{id}` field `status`), workers
+/// read it to drop a cancelled run's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum RunState {
+pub enum RunStatus {
     Submitting,
     Running,
     Complete,
     Cancelled,
 }
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Submitting => "submitting",
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// Complete or cancelled: the run's keys expire after the retention.
+    pub fn is_finished(self) -> bool {
+        matches!(self, RunStatus::Complete | RunStatus::Cancelled)
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "submitting" => Ok(RunStatus::Submitting),
+            "running" => Ok(RunStatus::Running),
+            "complete" => Ok(RunStatus::Complete),
+            "cancelled" => Ok(RunStatus::Cancelled),
+            other => Err(format!("unknown run status '{other}'")),
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 
 pub trait RunDirectory: Send + Sync + 'static {
     /// The run's spec, None for a run nobody registered (or that expired).
@@ -27,7 +67,7 @@ pub trait RunDirectory: Send + Sync + 'static {
     fn state(
         &self,
         run_id: &str,
-    ) -> impl Future<Output = Result<Option<RunState>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<RunStatus>, StoreError>> + Send;
     /// Keeps the message of an example that failed, so `evalfleet retry` can publish it again.
     fn keep_failed_message(
         &self,

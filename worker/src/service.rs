@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use evalfleet_shared::judge_cache::{JudgeCache, NoCache};
 use evalfleet_shared::queue::{Message, WorkQueue};
-use evalfleet_shared::runs::{RunDirectory, RunState};
+use evalfleet_shared::runs::{RunDirectory, RunStatus};
 use evalfleet_shared::shared_limit::SharedLimiter;
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
@@ -54,7 +54,7 @@ pub struct FleetRuns<D> {
 
 struct RunContext {
     pipeline: Arc<Pipeline>,
-    state: Mutex<(RunState, Instant)>,
+    state: Mutex<(RunStatus, Instant)>,
 }
 
 impl<Q, S, D> FleetWorker<Q, S, D>
@@ -114,7 +114,7 @@ impl<D: RunDirectory> Runs for FleetRuns<D> {
                 return Resolution::Unavailable;
             }
         };
-        if self.state(&msg.run_id, &ctx).await == RunState::Cancelled {
+        if self.state(&msg.run_id, &ctx).await == RunStatus::Cancelled {
             return Resolution::Cancelled;
         }
         Resolution::Evaluate(ctx.pipeline.clone())
@@ -156,7 +156,7 @@ impl<D: RunDirectory> FleetRuns<D> {
         });
         let ctx = Arc::new(RunContext {
             pipeline,
-            state: Mutex::new((RunState::Running, Instant::now() - STATE_TTL)),
+            state: Mutex::new((RunStatus::Running, Instant::now() - STATE_TTL)),
         });
         self.contexts
             .lock()
@@ -193,12 +193,12 @@ impl<D: RunDirectory> FleetRuns<D> {
     }
 
     /// The run's state, read again from the registry when older than [`STATE_TTL`].
-    async fn state(&self, run_id: &str, ctx: &RunContext) -> RunState {
+    async fn state(&self, run_id: &str, ctx: &RunContext) -> RunStatus {
         let cached = ctx
             .state
             .lock()
             .map(|s| *s)
-            .unwrap_or((RunState::Running, Instant::now()));
+            .unwrap_or((RunStatus::Running, Instant::now()));
         if cached.1.elapsed() < STATE_TTL {
             return cached.0;
         }

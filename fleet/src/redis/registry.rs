@@ -17,50 +17,7 @@ use super::store::RedisStore;
 
 static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/register.lua")));
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Submitting,
-    Running,
-    Complete,
-    Cancelled,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Submitting => "submitting",
-            RunStatus::Running => "running",
-            RunStatus::Complete => "complete",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-
-    /// Complete or cancelled: the run's keys expire after the retention.
-    pub fn is_finished(self) -> bool {
-        matches!(self, RunStatus::Complete | RunStatus::Cancelled)
-    }
-}
-
-impl FromStr for RunStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "submitting" => Ok(RunStatus::Submitting),
-            "running" => Ok(RunStatus::Running),
-            "complete" => Ok(RunStatus::Complete),
-            "cancelled" => Ok(RunStatus::Cancelled),
-            other => Err(format!("unknown run status '{other}'")),
-        }
-    }
-}
-
-impl std::fmt::Display for RunStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use evalfleet_shared::runs::RunStatus;
 
 /// A run as the registry hash holds it. Timestamps are RFC 3339 strings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
