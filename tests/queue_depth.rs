@@ -11,8 +11,8 @@ mod common;
 use std::time::Duration;
 
 use evalfleet_aggregator::metrics::metrics;
-use evalfleet_aggregator::queue_depth::{
-    Depth, Depths, ManagementApi, QueueDepthError, QueueDepths, QueueNames, Source,
+use evalfleet_fleet::amqp::depth::{
+    Depth, Depths, ManagementApi, QueueDepthError, QueueDepthReader, QueueNames, Source,
 };
 use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
 use evalfleet_fleet::amqp::testing::{cleanup, raw_channel, unique_config};
@@ -52,7 +52,7 @@ fn gauge(queue: &str, state: &str) -> Option<i64> {
     metrics().queue_depth(queue, state)
 }
 
-async fn aggregator(depths: QueueDepths) -> Aggregator {
+async fn aggregator(depths: QueueDepthReader) -> Aggregator {
     let store = RedisStore::connect(
         RedisConfig {
             url: "redis://127.0.0.1:6379/".into(),
@@ -132,7 +132,7 @@ async fn management_api_reports_ready_and_unacked_and_passive_declare_ready_only
         },
     };
     // The management plugin refreshes its counts every 5 s (collect_statistics_interval).
-    let management = QueueDepths {
+    let management = QueueDepthReader {
         names: names(&cfg),
         management: Some(api.clone()),
         amqp: Some(queue.clone()),
@@ -177,7 +177,7 @@ async fn management_api_reports_ready_and_unacked_and_passive_declare_ready_only
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let unreachable = aggregator(QueueDepths {
+    let unreachable = aggregator(QueueDepthReader {
         names: names(&cfg),
         management: Some(
             ManagementApi::new(&format!("http://guest:guest@127.0.0.1:{closed}/")).unwrap(),
@@ -203,7 +203,7 @@ async fn management_api_reports_ready_and_unacked_and_passive_declare_ready_only
     assert_eq!(gauge(&cfg.dead_queue(), "unacked"), None);
 
     // No management API configured: the same, from the passive declare alone.
-    let declared = QueueDepths {
+    let declared = QueueDepthReader {
         names: names(&cfg),
         management: None,
         amqp: Some(queue.clone()),

@@ -4,7 +4,6 @@
 
 pub mod http;
 pub mod metrics;
-pub mod queue_depth;
 pub mod service;
 
 use std::path::{Path, PathBuf};

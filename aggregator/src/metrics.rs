@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 
 use prometheus::{GaugeVec, IntCounter, IntGaugeVec, Opts, Registry};
 
-use crate::queue_depth::Depth;
+use evalfleet_fleet::amqp::depth::Depth;
 
 pub struct AggregatorMetrics {
     pub registry: Registry,

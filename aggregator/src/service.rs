@@ -23,7 +23,7 @@ use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
 
 use crate::metrics::metrics;
-use crate::queue_depth::QueueDepths;
+use evalfleet_fleet::amqp::depth::QueueDepthReader;
 
 /// How often running runs are checked for completion: it bounds the delay between a run's last
 /// result and its report.
@@ -104,7 +104,7 @@ pub struct Aggregator {
     opts: AggregatorOptions,
     tracked: Mutex<HashMap<String, Tracked>>,
     /// Where queue-depth metrics come from; the aggregator works without any.
-    queue_depths: Option<QueueDepths>,
+    queue_depths: Option<QueueDepthReader>,
 }
 
 impl Aggregator {
@@ -118,7 +118,7 @@ impl Aggregator {
     }
 
     /// Reports the work and dead-letter queue depths as metrics, from these sources.
-    pub fn with_queue_depths(mut self, depths: QueueDepths) -> Self {
+    pub fn with_queue_depths(mut self, depths: QueueDepthReader) -> Self {
         self.queue_depths = Some(depths).filter(|d| !d.is_empty());
         self
     }

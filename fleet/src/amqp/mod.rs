@@ -15,6 +15,7 @@
 mod config;
 mod consume;
 mod delivery;
+pub mod depth;
 mod dlq;
 mod error;
 mod publish;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use evalfleet_aggregator::queue_depth::{ManagementApi, QueueDepths, QueueNames};
+use evalfleet_fleet::amqp::depth::{ManagementApi, QueueDepthReader, QueueNames};
 use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
 
 use super::Endpoints;
@@ -59,7 +59,7 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
             source = if management.is_some() { "management API" } else { "passive declare" },
             "queue-depth metrics"
         );
-        let aggregator = Aggregator::new(store, opts).with_queue_depths(QueueDepths {
+        let aggregator = Aggregator::new(store, opts).with_queue_depths(QueueDepthReader {
             names: QueueNames {
                 work: amqp.queue(),
                 dead: amqp.dead_queue(),

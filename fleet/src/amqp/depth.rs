@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use evalfleet_fleet::amqp::{AmqpError, AmqpQueue};
+use super::{AmqpError, AmqpQueue};
 use percent_encoding::percent_decode_str;
 use reqwest::{StatusCode, Url};
 use serde::Deserialize;
@@ -205,13 +205,13 @@ impl ManagementApi {
 
 /// Where the aggregator reads queue depths: the management API when configured, else (or when
 /// it fails) a passive declare over the aggregator's AMQP connection.
-pub struct QueueDepths {
+pub struct QueueDepthReader {
     pub names: QueueNames,
     pub management: Option<ManagementApi>,
     pub amqp: Option<AmqpQueue>,
 }
 
-impl QueueDepths {
+impl QueueDepthReader {
     /// Whether any source is configured.
     pub fn is_empty(&self) -> bool {
         self.management.is_none() && self.amqp.is_none()
