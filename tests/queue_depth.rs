@@ -11,10 +11,10 @@ mod common;
 use std::time::Duration;
 
 use evalfleet_aggregator::metrics::metrics;
+use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
 use evalfleet_fleet::amqp::depth::{
     Depth, Depths, ManagementApi, QueueDepthError, QueueDepthReader, QueueNames, Source,
 };
-use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
 use evalfleet_fleet::amqp::testing::{cleanup, raw_channel, unique_config};
 use evalfleet_fleet::amqp::{AmqpConfig, AmqpQueue};
 use evalfleet_fleet::redis::{RedisConfig, RedisStore};

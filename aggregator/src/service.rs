@@ -431,7 +431,8 @@ impl Aggregator {
                     items: &items,
                 };
                 report::write_all(&dir, &input).map_err(|e| e.to_string())?;
-                let summary = report::render("summary.md", &input).map_err(|e| e.to_string())?;
+                let summary = report::render(report::ReportFile::Summary, &input)
+                    .map_err(|e| e.to_string())?;
                 Ok((input.gates_passed(), summary, dir))
             })
             .await

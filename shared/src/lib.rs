@@ -13,6 +13,7 @@ pub mod custom;
 pub mod dataset;
 pub mod delimit;
 pub mod evaluate;
+pub mod field;
 pub mod gate;
 pub mod generate;
 pub mod judge_cache;

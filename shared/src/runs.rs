@@ -57,7 +57,6 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
-
 pub trait RunDirectory: Send + Sync + 'static {
     /// The run's spec, None for a run nobody registered (or that expired).
     fn spec(

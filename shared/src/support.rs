@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::field::{required_string, Blank};
 use crate::routing::ProviderRules;
 
 /// The required fields, in the order they are checked.
@@ -31,7 +32,7 @@ pub fn parse_example(value: &Value, rules: &ProviderRules) -> Result<SupportExam
     };
     let mut fields: [&str; 5] = [""; 5];
     for (slot, name) in fields.iter_mut().zip(FIELDS) {
-        *slot = required_string(obj, name)?;
+        *slot = required_string(obj, name, Blank::Rejected)?;
     }
     let [id, ticket, response, model, prompt_version] = fields;
     let provider = rules
@@ -51,15 +52,6 @@ pub fn parse_example(value: &Value, rules: &ProviderRules) -> Result<SupportExam
         provider: provider.to_owned(),
         metadata,
     })
-}
-
-fn required_string<'a>(obj: &'a Map<String, Value>, name: &str) -> Result<&'a str, String> {
-    match obj.get(name) {
-        None => Err(format!("Missing '{name}' field")),
-        Some(Value::String(s)) if s.trim().is_empty() => Err(format!("'{name}' is empty")),
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(format!("'{name}' must be a string")),
-    }
 }
 
 /// Words that carry no topic: left out of the relevance heuristic's keywords. Sorted, for binary search.

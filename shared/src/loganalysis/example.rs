@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::scenario::Scenario;
+use crate::field::{required_string, Blank};
 
 /// A validated record: `{id, scenario, output, config?, model?}`.
 #[derive(Debug, Clone)]
@@ -80,7 +81,7 @@ impl ScenarioCache {
 /// config?: string, model?: string}`. `Err` carries the first problem; `output` may be empty.
 pub fn parse_example(value: &Value, cache: &mut ScenarioCache) -> Result<LogExample, String> {
     let obj = value.as_object().ok_or("Item is not an object")?;
-    let id = required_string(obj, "id")?;
+    let id = required_string(obj, "id", Blank::Allowed)?.to_owned();
     if id.trim().is_empty() {
         return Err("'id' is empty".into());
     }
@@ -96,7 +97,7 @@ pub fn parse_example(value: &Value, cache: &mut ScenarioCache) -> Result<LogExam
         Some(Value::String(path)) => cache.load(path)?,
         Some(_) => return Err("'scenario' must be an object or a path".into()),
     };
-    let output = required_string(obj, "output")?;
+    let output = required_string(obj, "output", Blank::Allowed)?.to_owned();
     let config = optional_string(obj, "config")?;
     let model = optional_string(obj, "model")?;
     Ok(LogExample {
@@ -106,14 +107,6 @@ pub fn parse_example(value: &Value, cache: &mut ScenarioCache) -> Result<LogExam
         config,
         model,
     })
-}
-
-fn required_string(obj: &Map<String, Value>, field: &str) -> Result<String, String> {
-    match obj.get(field) {
-        None => Err(format!("Missing '{field}' field")),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(format!("'{field}' must be a string")),
-    }
 }
 
 /// Absent → `None`; present (a JSON `null` included, as in support-judge) → must be a string.

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use super::canon::{render_constraint, render_edge};
 use super::example::{Gold, Metadata, RagExample, Trace, Usage};
+use crate::field::{required_string, Blank};
 
 type Obj = Map<String, Value>;
 
@@ -23,8 +24,8 @@ type Obj = Map<String, Value>;
 /// is an empty gold (all lists empty, answer absent). Duplicate ids are not checked here.
 pub fn parse_example(value: &Value) -> Result<RagExample, String> {
     let obj = value.as_object().ok_or("Item is not an object")?;
-    let id = required_string(obj, "id")?;
-    let question = required_string(obj, "question")?;
+    let id = required_string(obj, "id", Blank::Rejected)?.to_owned();
+    let question = required_string(obj, "question", Blank::Rejected)?.to_owned();
     let gold = match object(obj, "", "gold")? {
         Some(g) => parse_gold(g)?,
         None => Gold::default(),
@@ -115,15 +116,6 @@ fn parse_usage(u: &Obj) -> Result<Usage, String> {
 /// The value under `key` unless it is missing or `null`.
 fn present<'a>(obj: &'a Obj, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
-}
-
-fn required_string(obj: &Obj, key: &str) -> Result<String, String> {
-    match obj.get(key) {
-        None => Err(format!("Missing '{key}' field")),
-        Some(Value::String(s)) if s.trim().is_empty() => Err(format!("'{key}' is empty")),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(_) => Err(format!("'{key}' must be a string")),
-    }
 }
 
 fn object<'a>(obj: &'a Obj, prefix: &str, key: &str) -> Result<Option<&'a Obj>, String> {

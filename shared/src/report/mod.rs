@@ -23,8 +23,41 @@ use crate::suite::Suite;
 pub use json::group_key;
 pub use recommend::recommendations;
 
-/// The file names a report directory holds.
-pub const REPORT_FILES: [&str; 4] = ["report.json", "summary.md", "report.html", "junit.xml"];
+/// The four files of a report directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportFile {
+    Json,
+    Summary,
+    Html,
+    Junit,
+}
+
+impl ReportFile {
+    pub const ALL: [ReportFile; 4] = [
+        ReportFile::Json,
+        ReportFile::Summary,
+        ReportFile::Html,
+        ReportFile::Junit,
+    ];
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            ReportFile::Json => "report.json",
+            ReportFile::Summary => "summary.md",
+            ReportFile::Html => "report.html",
+            ReportFile::Junit => "junit.xml",
+        }
+    }
+
+    fn write(self, w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
+        match self {
+            ReportFile::Json => json::write(w, input),
+            ReportFile::Summary => markdown::write(w, input),
+            ReportFile::Html => html::write(w, input),
+            ReportFile::Junit => junit::write(w, input),
+        }
+    }
+}
 
 /// Streams a run's result records in dataset order, optionally only those of one outcome (so
 /// the `skipped` list of a large run reads only the skipped records).
@@ -96,21 +129,15 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
     })?;
     // Each file streams the items on its own: on their own threads, the two that read every
     // item (report.json, junit.xml) take as long as the slower of them, not as both together.
-    let paths: Vec<PathBuf> = REPORT_FILES.iter().map(|name| dir.join(name)).collect();
+    let paths: Vec<PathBuf> = ReportFile::ALL
+        .iter()
+        .map(|f| dir.join(f.file_name()))
+        .collect();
     std::thread::scope(|scope| {
-        let writers: Vec<_> = REPORT_FILES
-            .iter()
+        let writers: Vec<_> = ReportFile::ALL
+            .into_iter()
             .zip(&paths)
-            .map(|(name, path)| {
-                scope.spawn(move || {
-                    write_file(path, |w| match *name {
-                        "report.json" => json::write(w, input),
-                        "summary.md" => markdown::write(w, input),
-                        "report.html" => html::write(w, input),
-                        _ => junit::write(w, input),
-                    })
-                })
-            })
+            .map(|(file, path)| scope.spawn(move || write_file(path, |w| file.write(w, input))))
             .collect();
         writers.into_iter().try_for_each(|w| {
             w.join()
@@ -121,19 +148,14 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
 }
 
 /// Renders one report into a string (for `evalfleet report` and the HTTP API).
-pub fn render(name: &str, input: &ReportInput<'_>) -> Result<String, ReportError> {
+pub fn render(file: ReportFile, input: &ReportInput<'_>) -> Result<String, ReportError> {
     let mut buf = Vec::new();
-    let path = PathBuf::from(name);
+    let path = PathBuf::from(file.file_name());
     let mut w = Sink {
         inner: &mut buf,
         path: &path,
     };
-    match name {
-        "report.json" => json::write(&mut w, input)?,
-        "summary.md" => markdown::write(&mut w, input)?,
-        "report.html" => html::write(&mut w, input)?,
-        _ => junit::write(&mut w, input)?,
-    }
+    file.write(&mut w, input)?;
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 

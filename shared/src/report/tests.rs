@@ -27,12 +27,12 @@ fn render_all(suite: &Suite, recs: Vec<ResultRecord>) -> (Value, String, String,
         agg: &agg,
         items: &recs,
     };
-    let json: Value = serde_json::from_str(&render("report.json", &input).unwrap()).unwrap();
+    let json: Value = serde_json::from_str(&render(ReportFile::Json, &input).unwrap()).unwrap();
     (
         json,
-        render("summary.md", &input).unwrap(),
-        render("junit.xml", &input).unwrap(),
-        render("report.html", &input).unwrap(),
+        render(ReportFile::Summary, &input).unwrap(),
+        render(ReportFile::Junit, &input).unwrap(),
+        render(ReportFile::Html, &input).unwrap(),
     )
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use evalfleet_fleet::amqp::depth::{ManagementApi, QueueDepthReader, QueueNames};
 use evalfleet_aggregator::service::{Aggregator, AggregatorOptions};
+use evalfleet_fleet::amqp::depth::{ManagementApi, QueueDepthReader, QueueNames};
 
 use super::Endpoints;
 use crate::exit::{BadInput, Exit};
