@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::store::{Counts, PutOutcome, ResultStore, StoreError};
+use backon::{ExponentialBuilder, Retryable};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 
@@ -94,10 +95,9 @@ impl RedisStore {
             source,
         })?;
         let start = Instant::now();
-        let mut delay = Duration::from_millis(50);
-        loop {
+        let attempt = || async {
             let remaining = deadline.saturating_sub(start.elapsed());
-            let attempt = async {
+            let connecting = async {
                 let mut probe = client.get_multiplexed_async_connection().await?;
                 redis::cmd("PING").query_async::<String>(&mut probe).await?;
                 ConnectionManager::new_with_config(
@@ -106,34 +106,40 @@ impl RedisStore {
                 )
                 .await
             };
-            let failure = match tokio::time::timeout(remaining.max(CONNECT_TIMEOUT), attempt).await
-            {
-                Ok(Ok(conn)) => {
-                    return Ok(RedisStore {
-                        client,
-                        conn,
-                        keys: Keys::new(&cfg.prefix),
-                        retention: cfg.retention,
-                        url: url.into(),
-                        events_maxlen: EVENTS_MAXLEN,
-                    })
-                }
-                Ok(Err(e)) => (e.to_string(), transient(&e)),
-                Err(_) => ("connection attempt timed out".to_owned(), true),
-            };
-            let waited = start.elapsed();
-            if !failure.1 || waited >= deadline {
-                return Err(RedisError::Connect {
-                    url,
-                    waited,
-                    reason: failure.0,
-                    transient: failure.1,
-                });
+            match tokio::time::timeout(remaining.max(CONNECT_TIMEOUT), connecting).await {
+                Ok(Ok(conn)) => Ok(conn),
+                Ok(Err(e)) => Err((e.to_string(), transient(&e))),
+                Err(_) => Err(("connection attempt timed out".to_owned(), true)),
             }
-            tracing::warn!(url = %url, error = %failure.0, "Redis not reachable yet, retrying");
-            tokio::time::sleep(delay.min(deadline.saturating_sub(waited))).await;
-            delay = (delay * 2).min(Duration::from_secs(2));
-        }
+        };
+        let schedule = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(50))
+            .with_max_delay(Duration::from_secs(2))
+            .without_max_times();
+        let conn = attempt
+            .retry(schedule)
+            .when(|(_, transient): &(String, bool)| *transient && start.elapsed() < deadline)
+            .adjust(|_, next: Option<Duration>| {
+                next.map(|d| d.min(deadline.saturating_sub(start.elapsed())))
+            })
+            .notify(|(reason, _): &(String, bool), _| {
+                tracing::warn!(url = %url, error = %reason, "Redis not reachable yet, retrying");
+            })
+            .await
+            .map_err(|(reason, transient)| RedisError::Connect {
+                url: url.clone(),
+                waited: start.elapsed(),
+                reason,
+                transient,
+            })?;
+        Ok(RedisStore {
+            client,
+            conn,
+            keys: Keys::new(&cfg.prefix),
+            retention: cfg.retention,
+            url: url.into(),
+            events_maxlen: EVENTS_MAXLEN,
+        })
     }
 
     /// Caps the events stream at about `n` entries (default [`EVENTS_MAXLEN`]).
