@@ -8,6 +8,8 @@
 
 pub mod aggregate;
 pub mod config;
+/// The `WorkQueue`/`ResultStore` contract suite, for implementations' tests.
+#[cfg(any(test, feature = "testing"))]
 pub mod contract;
 pub mod custom;
 pub mod dataset;
@@ -31,5 +33,6 @@ pub mod stats;
 pub mod store;
 pub mod suite;
 pub mod support;
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod text;

@@ -22,6 +22,7 @@ mod publish;
 mod queue;
 mod supervisor;
 #[doc(hidden)]
+#[cfg(any(test, feature = "testing"))]
 pub mod testing;
 mod topology;
 
