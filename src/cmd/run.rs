@@ -1,5 +1,5 @@
-//! `evalfleet run`: the whole pipeline in one process — producer, workers and aggregator wired
-//! through the in-process queue and store, the same code paths as the fleet.
+//! `evalfleet run`: the whole pipeline in one process ([`evalfleet_embedded`]), with a progress
+//! bar, the reports and the exit code.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -8,17 +8,14 @@ use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use evalfleet_aggregator::{follow, write_reports};
-use evalfleet_producer::{open_dataset, produce, ProduceOptions, Progress};
-use evalfleet_shared::aggregate::RunAggregator;
+use evalfleet_aggregator::write_reports;
+use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
+use evalfleet_producer::Progress;
 use evalfleet_shared::config::Config;
 use evalfleet_shared::dataset::Format;
-use evalfleet_shared::evaluate::{Evaluator, Validator};
-use evalfleet_shared::queue::InProcessQueue;
 use evalfleet_shared::report::{ReportInput, RunInfo};
-use evalfleet_shared::store::InProcessStore;
 use evalfleet_worker::judge::cache::{InMemoryCache, JudgeCache, NoCache};
-use evalfleet_worker::{run_workers, Judge, JudgeMode, LiveJudge, Pipeline, WorkerStats};
+use evalfleet_worker::{Judge, JudgeMode, LiveJudge, WorkerStats};
 
 use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
@@ -86,85 +83,34 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .clone()
         .unwrap_or_else(|| config.reports_dir.join(&run_id));
     let suite = Arc::new(suite);
-    let dataset_dir = args.dataset.parent().map(Path::to_path_buf);
     let started_at = jiff::Timestamp::now();
     let clock = Instant::now();
 
-    let (agg, store, read) = runtime.block_on(async {
-        let read = Arc::new(Progress::default());
-        let reader = open_dataset(
-            &args.dataset,
-            &suite.read_options(args.format),
-            read.clone(),
-        )?;
-        let validator = Validator::new(Evaluator::new(
-            suite.clone(),
-            config.model_prefixes.clone(),
-            dataset_dir.clone(),
-        ));
-        // Offline judges are CPU-bound: hand work over in chunks to save thread wake-ups.
-        // Offline judges hand work over in chunks to save thread wake-ups; a live judge's
-        // examples go one by one, so one slow call never holds other examples back.
-        let (chunk, event_batch) = if live { (1, 16) } else { (64, 256) };
-        let queue = InProcessQueue::new(concurrency * chunk * 4, chunk);
-        let (store, events) = InProcessStore::new(&run_id, 64, event_batch)
-            .context("creating the result spill file")?;
-        let store = Arc::new(store);
-        let pipeline = Arc::new(Pipeline {
-            suite: suite.clone(),
-            rules: config.model_prefixes.clone(),
-            dataset_dir,
-            judge,
-        });
-        let evaluated = Arc::new(AtomicU64::new(0));
-        let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
-
-        let stats = Arc::new(WorkerStats::default());
+    let read = Arc::new(Progress::default());
+    let evaluated = Arc::new(AtomicU64::new(0));
+    let stats = Arc::new(WorkerStats::default());
+    let Finished { agg, store } = runtime.block_on(async {
         if let Some(addr) = args.metrics_addr {
             evalfleet_worker::metrics::metrics()
                 .init_known([suite.name.as_str()], live.then_some(&config.judges));
             tokio::spawn(evalfleet_worker::http::serve(addr, stats.clone()));
         }
-        let mut workers = tokio::spawn(run_workers(
-            queue.clone(),
-            store.clone(),
-            pipeline,
+        let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
+        let finished = run_embedded(EmbeddedRun {
+            run_id: &run_id,
+            dataset: &args.dataset,
+            read: suite.read_options(args.format),
+            suite: suite.clone(),
+            rules: config.model_prefixes.clone(),
+            judge,
             concurrency,
+            progress: read.clone(),
+            evaluated,
             stats,
-        ));
-        let agg_suite = suite.clone();
-        let agg_seen = evaluated.clone();
-        let aggregator = tokio::spawn(async move {
-            let mut agg = RunAggregator::new(&agg_suite);
-            follow(events, &mut agg, &agg_seen).await;
-            agg
-        });
-        // The workers can stop early (a rejected API key): then stop producing too, or the
-        // producer would wait forever on a full queue.
-        let options = ProduceOptions::default();
-        let producing = produce(
-            reader,
-            validator,
-            &run_id,
-            &queue,
-            store.as_ref(),
-            &read,
-            &options,
-        );
-        let workers_done = tokio::select! {
-            produced = producing => {
-                queue.finish_publishing();
-                produced?;
-                workers.await
-            }
-            early = &mut workers => early,
-        };
-        let stopped = workers_done.context("a worker task panicked")?;
+        })
+        .await;
         progress.finish();
-        stopped?;
-        store.close_events().await;
-        let agg = aggregator.await.context("the aggregator task panicked")?;
-        anyhow::Ok((agg, store, read))
+        finished
     })?;
 
     if agg.totals.examples == 0 {

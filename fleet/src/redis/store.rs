@@ -12,9 +12,9 @@
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+use backon::{ExponentialBuilder, Retryable};
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::store::{Counts, PutOutcome, ResultStore, StoreError};
-use backon::{ExponentialBuilder, Retryable};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 
