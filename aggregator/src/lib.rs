@@ -2,16 +2,30 @@
 //! and, once the run is complete, writes its reports from those aggregates plus the stored
 //! items. It never holds more than one item, so its memory is O(groups) for a run of any size.
 
+pub mod completion;
+mod fold;
+mod gauges;
 pub mod http;
 pub mod metrics;
+pub mod queue_gauges;
+pub mod report_writer;
 pub mod service;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use evalfleet_fleet::redis::RedisError;
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::report::{self, ReportError, ReportInput};
+
+#[derive(Debug, thiserror::Error)]
+pub enum AggregatorError {
+    #[error(transparent)]
+    Redis(#[from] RedisError),
+    #[error("writing the reports of run '{run}': {message}")]
+    Report { run: String, message: String },
+}
 
 /// Folds every event batch into `agg` until the event channel closes; `seen` counts records.
 pub async fn follow(

@@ -205,6 +205,7 @@ impl ManagementApi {
 
 /// Where the aggregator reads queue depths: the management API when configured, else (or when
 /// it fails) a passive declare over the aggregator's AMQP connection.
+#[derive(Clone)]
 pub struct QueueDepthReader {
     pub names: QueueNames,
     pub management: Option<ManagementApi>,

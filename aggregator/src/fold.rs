@@ -1,0 +1,169 @@
+//! Folding: each followed run's results, folded once each into its incremental aggregates.
+//! Pure (no Redis): the service feeds it the records of the events stream.
+
+use std::collections::HashMap;
+
+use evalfleet_shared::aggregate::RunAggregator;
+use evalfleet_shared::record::ResultRecord;
+use evalfleet_shared::spec::RunSpec;
+
+/// One run being followed.
+pub(crate) struct Tracked {
+    pub(crate) spec: RunSpec,
+    pub(crate) agg: RunAggregator,
+    /// Indices folded (a bit each), so a redelivered event is never folded twice.
+    folded: Vec<u64>,
+    pub(crate) folded_count: u64,
+    /// The run's record count, once its submission has finished (learnt by the sweep).
+    pub(crate) total: Option<u64>,
+    /// A sweep was started early for this run because it looked complete (done only once, so
+    /// a run another aggregator is finishing does not make every loop sweep).
+    nudged: bool,
+}
+
+impl Tracked {
+    pub(crate) fn new(spec: RunSpec) -> Self {
+        Tracked {
+            agg: RunAggregator::new(&spec.suite),
+            spec,
+            folded: Vec::new(),
+            folded_count: 0,
+            total: None,
+            nudged: false,
+        }
+    }
+
+    pub(crate) fn fold(&mut self, rec: &ResultRecord) {
+        let (word, bit) = ((rec.index / 64) as usize, rec.index % 64);
+        if self.folded.len() <= word {
+            self.folded.resize(word + 1, 0);
+        }
+        if self.folded[word] & (1 << bit) == 0 {
+            self.folded[word] |= 1 << bit;
+            self.folded_count += 1;
+            self.agg.observe(rec);
+        }
+    }
+
+    /// Whether this aggregator has just folded the run's last result, so it can be finished
+    /// without waiting for the next sweep; true once per run.
+    fn take_all_folded(&mut self) -> bool {
+        let all = !self.nudged && self.total.is_some_and(|n| self.folded_count >= n);
+        self.nudged |= all;
+        all
+    }
+
+    /// The aggregates, when they hold every one of the run's `done` stored results exactly
+    /// once (else the report rebuilds them from the store).
+    pub(crate) fn complete_aggregates(self, done: u64) -> Option<RunAggregator> {
+        (self.folded_count == done).then_some(self.agg)
+    }
+}
+
+/// Every run this aggregator follows, by id.
+#[derive(Default)]
+pub(crate) struct Folding {
+    runs: HashMap<String, Tracked>,
+}
+
+impl Folding {
+    pub(crate) fn is_tracked(&self, run_id: &str) -> bool {
+        self.runs.contains_key(run_id)
+    }
+
+    pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) {
+        self.runs
+            .entry(run_id.to_owned())
+            .or_insert_with(|| Tracked::new(spec));
+    }
+
+    /// Folds a record of a tracked run (others are ignored).
+    pub(crate) fn fold(&mut self, run_id: &str, rec: &ResultRecord) {
+        if let Some(t) = self.runs.get_mut(run_id) {
+            t.fold(rec);
+        }
+    }
+
+    pub(crate) fn get(&self, run_id: &str) -> Option<&Tracked> {
+        self.runs.get(run_id)
+    }
+
+    pub(crate) fn set_total(&mut self, run_id: &str, total: u64) {
+        if let Some(t) = self.runs.get_mut(run_id) {
+            t.total = Some(total);
+        }
+    }
+
+    /// Stops following a run (it is being finished).
+    pub(crate) fn take(&mut self, run_id: &str) -> Option<Tracked> {
+        self.runs.remove(run_id)
+    }
+
+    /// Whether some run has all its results folded since the last look.
+    pub(crate) fn any_all_folded(&mut self) -> bool {
+        // Every run is looked at (no short cut), so each one's flag is taken.
+        let mut any = false;
+        for run in self.runs.values_mut() {
+            any |= run.take_all_folded();
+        }
+        any
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use evalfleet_shared::spec::JudgeMode;
+    use evalfleet_shared::suite::{Suite, SuiteKind};
+
+    pub(crate) fn spec() -> RunSpec {
+        RunSpec {
+            suite: Suite::builtin(SuiteKind::SupportJudge),
+            judge: JudgeMode::Heuristic,
+            judges: Default::default(),
+            model_prefixes: Default::default(),
+            dataset: "d.jsonl".into(),
+        }
+    }
+
+    fn skipped(index: u64) -> ResultRecord {
+        ResultRecord::skipped(
+            "r",
+            "support-judge",
+            index,
+            None,
+            format!("e{index}"),
+            "x".into(),
+        )
+    }
+
+    #[test]
+    fn a_run_is_reported_all_folded_once_when_its_last_result_arrives() {
+        let mut f = Folding::default();
+        f.track("r", spec());
+        f.fold("r", &skipped(0));
+        assert!(!f.any_all_folded(), "the total is not known yet");
+        f.set_total("r", 3);
+        f.fold("r", &skipped(1));
+        f.fold("r", &skipped(1));
+        assert!(!f.any_all_folded(), "a redelivered result counts once");
+        f.fold("r", &skipped(2));
+        f.fold("other", &skipped(0));
+        assert!(f.any_all_folded());
+        assert!(!f.any_all_folded(), "only once per run");
+        let t = f.take("r").expect("tracked");
+        assert_eq!(t.agg.totals.skipped, 3);
+        assert!(f.get("r").is_none());
+    }
+
+    #[test]
+    fn aggregates_are_used_only_when_they_hold_every_stored_result() {
+        let mut t = Tracked::new(spec());
+        t.fold(&skipped(0));
+        t.fold(&skipped(1));
+        let mut u = Tracked::new(spec());
+        u.fold(&skipped(0));
+        assert!(t.complete_aggregates(2).is_some());
+        assert!(u.complete_aggregates(2).is_none(), "one result missing");
+    }
+}
