@@ -368,3 +368,151 @@ fn two_aggregators_write_the_report_exactly_once() {
         None
     );
 }
+
+/// Everything at once, bounded: a live-judged run through three workers while the fake
+/// provider answers 5% 429s, 5% 500s and 5% malformed bodies, workers are killed with SIGKILL
+/// and restarted, the broker closes every connection, Redis kills its clients and pauses, and
+/// the aggregator is killed and replaced. The run ends with exactly N examples, none twice,
+/// each scored as an embedded run of the same data scores it.
+#[test]
+fn chaos_loses_and_duplicates_nothing_and_scores_as_embedded() {
+    const N: u64 = 400;
+    let _broker = broker_exclusive();
+    let fake = FakeServer::start(FakeProviderArgs {
+        latency_ms: 60,
+        fault_429: 0.05,
+        fault_500: 0.05,
+        fault_malformed: 0.05,
+        fault_retry_after_ms: 50,
+        ..FakeProviderArgs::default()
+    });
+    let cfg = LiveConfig {
+        max_attempts: 12,
+        base_delay_ms: 5,
+        max_delay_ms: 100,
+        ..LiveConfig::default()
+    };
+    let redis = PrivateRedis::start();
+    let url = redis.url();
+    let mut fleet = Fleet::new(&cfg.yaml(fake.addr));
+    fleet.env.push((KEY_ENV.to_owned(), fake.key.clone()));
+    fleet.redis_port = redis.port;
+    let worker = |fleet: &mut Fleet, name: &str, port: u16| {
+        let addr = format!("127.0.0.1:{port}");
+        fleet.spawn(
+            name,
+            &[
+                "worker",
+                "-j",
+                "4",
+                "--metrics-addr",
+                &addr,
+                "--redis-url",
+                &url,
+            ],
+        );
+    };
+    let aggregator = |fleet: &mut Fleet, name: &str, port: u16| {
+        let addr = format!("127.0.0.1:{port}");
+        fleet.spawn(
+            name,
+            &["aggregator", "--http-addr", &addr, "--redis-url", &url],
+        );
+    };
+    for (name, port) in [("w1", 19661), ("w2", 19662), ("w3", 19663)] {
+        worker(&mut fleet, name, port);
+    }
+    aggregator(&mut fleet, "agg1", 19670);
+    let data = fleet.generate("support-judge", N, 21);
+    let run_id = format!("{}-chaos", fleet.prefix);
+    fleet.submit(&data, &run_id, &["--judge", "live", "--redis-url", &url]);
+
+    let redis_port = redis.port.to_string();
+    let redis_cli = |args: &[&str]| {
+        let port = &redis_port;
+        let out = Command::new("redis-cli")
+            .args(["-p", port])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        assert!(out.status.success(), "redis-cli {args:?}: {out:?}");
+    };
+    let step =
+        |fleet: &Fleet, k: u64| fleet.wait_done(&run_id, N * k / 10, Duration::from_secs(120));
+    step(&fleet, 1);
+    fleet.signal("w1", 9);
+    worker(&mut fleet, "w1", 19664);
+    step(&fleet, 2);
+    rabbitmqctl(&["close_all_connections", "evalfleet chaos test"]).expect("closing connections");
+    step(&fleet, 3);
+    redis_cli(&["CLIENT", "KILL", "TYPE", "normal"]);
+    step(&fleet, 4);
+    redis_cli(&["CLIENT", "PAUSE", "1500", "ALL"]);
+    step(&fleet, 5);
+    fleet.signal("agg1", 9);
+    aggregator(&mut fleet, "agg2", 19671);
+    step(&fleet, 6);
+    fleet.signal("w2", 9);
+    worker(&mut fleet, "w2", 19665);
+    step(&fleet, 7);
+    fleet.signal("w3", 9);
+    let at_last_kill = fleet.done(&run_id);
+    assert!(
+        at_last_kill < N,
+        "the chaos ended before the run ({at_last_kill}/{N})"
+    );
+    worker(&mut fleet, "w3", 19666);
+
+    let report = fleet.wait_report(&run_id, Duration::from_secs(180));
+    fleet.assert_exactly(&run_id, &report, N);
+    assert_eq!(
+        report["totals"]["ok"], N,
+        "every fault was retried to an answer: {}",
+        report["failed"]
+    );
+    for role in ["w1", "w2", "w3", "agg2"] {
+        assert!(
+            fleet.alive(role),
+            "{role} rides out the broker and Redis faults\n{}",
+            fleet.log(role)
+        );
+    }
+    let stats = fake.stats();
+    for status in ["429", "500"] {
+        assert!(
+            stats["by_status"][status].as_u64().unwrap_or(0) > 0,
+            "the fake injected {status}s: {stats}"
+        );
+    }
+
+    // The same data, embedded, against the same fake: the same verdict for every example.
+    let out = fleet.dir.path().join("embedded");
+    let embedded = fleet.run(
+        &[
+            "run",
+            data.to_str().expect("utf-8"),
+            "--judge",
+            "live",
+            "--out",
+            out.to_str().expect("utf-8"),
+        ],
+        Duration::from_secs(120),
+    );
+    embedded.assert_no_panic();
+    let embedded = common::read_json(&out.join("report.json"));
+    let scores =
+        |report: &serde_json::Value| -> Vec<(String, serde_json::Value, serde_json::Value)> {
+            common::items(report)
+                .iter()
+                .map(|r| {
+                    (
+                        r["id"].as_str().unwrap_or("").to_owned(),
+                        r["relevance"]["score"].clone(),
+                        r["tone"]["score"].clone(),
+                    )
+                })
+                .collect()
+        };
+    assert_eq!(scores(&report).len() as u64, N);
+    assert_eq!(scores(&report), scores(&embedded));
+}
