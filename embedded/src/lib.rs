@@ -104,21 +104,23 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
         &run.progress,
         &options,
     );
+    let task = |e: tokio::task::JoinError| EmbeddedError::Task(e.to_string());
     let workers_done = tokio::select! {
         produced = producing => {
             queue.finish_publishing();
-            produced.map_err(EmbeddedError::Produce)?;
+            if let Err(e) = produced {
+                // Stopping workers close the queue under the producer: their reason (a
+                // rejected key) is the one to report, not the closed queue.
+                workers.await.map_err(task)?.map_err(EmbeddedError::Worker)?;
+                return Err(EmbeddedError::Produce(e));
+            }
             workers.await
         }
         early = &mut workers => early,
     };
-    workers_done
-        .map_err(|e| EmbeddedError::Task(e.to_string()))?
-        .map_err(EmbeddedError::Worker)?;
+    workers_done.map_err(task)?.map_err(EmbeddedError::Worker)?;
     store.close_events().await;
-    let agg = aggregator
-        .await
-        .map_err(|e| EmbeddedError::Task(e.to_string()))?;
+    let agg = aggregator.await.map_err(task)?;
     Ok(Finished { agg, store })
 }
 
