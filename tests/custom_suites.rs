@@ -244,18 +244,12 @@ fn write_qa(dir: &Path, records: &[Value]) -> (std::path::PathBuf, std::path::Pa
     (suite, dataset)
 }
 
-#[test]
-fn a_custom_suite_routes_by_its_model_field_and_uses_the_cache() {
-    let fake = FakeServer::plain();
+/// Runs the QA suite live over `n` QA records against `fake`, `-j 1`; the run and its
+/// consistent report.
+fn run_qa_live(fake: &FakeServer, cfg: &LiveConfig, n: usize) -> (common::Output, Value) {
     let dir = tempdir();
-    let config = fake.config(
-        dir.path(),
-        &LiveConfig {
-            cache: true,
-            ..LiveConfig::default()
-        },
-    );
-    let (suite, dataset) = write_qa(dir.path(), &qa_records(8));
+    let config = fake.config(dir.path(), cfg);
+    let (suite, dataset) = write_qa(dir.path(), &qa_records(n));
     let out = dir.path().join("out");
     let run = run_live_suite(
         suite.to_str().expect("utf-8"),
@@ -267,6 +261,17 @@ fn a_custom_suite_routes_by_its_model_field_and_uses_the_cache() {
         &[],
     );
     let report = check_consistent(&out, &run).json;
+    (run, report)
+}
+
+#[test]
+fn a_custom_suite_routes_by_its_model_field_and_uses_the_cache() {
+    let fake = FakeServer::plain();
+    let cached = LiveConfig {
+        cache: true,
+        ..LiveConfig::default()
+    };
+    let (run, report) = run_qa_live(&fake, &cached, 8);
     run.assert_code(0);
     // Four distinct prompts, each asked once; the four repeats came from the cache.
     let stats = fake.stats();
@@ -300,20 +305,7 @@ fn a_custom_suite_re_asks_bad_replies_and_leaves_them_unscored() {
     let fake = FakeServer::plain();
     // Every reply is out of the rubric's range: one re-ask, then unscored.
     fake.admin(json!({"fault_out_of_range": 1.0}));
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let (suite, dataset) = write_qa(dir.path(), &qa_records(4));
-    let out = dir.path().join("out");
-    let run = run_live_suite(
-        suite.to_str().expect("utf-8"),
-        &dataset,
-        &config,
-        &out,
-        &fake.key,
-        &["-j", "1"],
-        &[],
-    );
-    let report = check_consistent(&out, &run).json;
+    let (run, report) = run_qa_live(&fake, &LiveConfig::default(), 4);
     run.assert_code(1);
     assert_eq!(report["totals"]["unscored"], 4, "{}", report["totals"]);
     assert_eq!(report["judge"]["calls"], 8, "one call and one re-ask each");
@@ -343,24 +335,11 @@ fn a_custom_suite_re_asks_bad_replies_and_leaves_them_unscored() {
 }
 
 #[test]
-fn a_malformed_reply_is_re_asked_and_then_scored() {
+fn a_reply_without_json_is_re_asked_and_a_malformed_body_retried() {
+    // Half the replies are prose with no JSON: each gets one re-ask, scored when it answers.
     let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let (suite, dataset) = write_qa(dir.path(), &qa_records(4));
-    // The first reply of each question is malformed, the re-ask's is fine.
-    fake.admin(json!({"fault_malformed": 0.5, "seed": 3}));
-    let out = dir.path().join("out");
-    let run = run_live_suite(
-        suite.to_str().expect("utf-8"),
-        &dataset,
-        &config,
-        &out,
-        &fake.key,
-        &["-j", "1"],
-        &[],
-    );
-    let report = check_consistent(&out, &run).json;
+    fake.admin(json!({"fault_non_json": 0.5, "seed": 3}));
+    let (_, report) = run_qa_live(&fake, &LiveConfig::default(), 4);
     let calls = report["judge"]["calls"].as_u64().expect("calls");
     let unscored = report["totals"]["unscored"].as_u64().expect("unscored");
     assert!(calls > 4, "some replies were re-asked: {}", report["judge"]);
@@ -370,6 +349,13 @@ fn a_malformed_reply_is_re_asked_and_then_scored() {
         .filter(|i| i["scores"]["faithfulness"]["score"].is_number())
         .count() as u64;
     assert_eq!(scored + unscored, 4);
+
+    // Half the bodies cut short in transit: retried until whole, so every item is scored.
+    let fake = FakeServer::plain();
+    fake.admin(json!({"fault_malformed": 0.5, "seed": 3}));
+    let (_, report) = run_qa_live(&fake, &LiveConfig::default(), 4);
+    assert_eq!(report["totals"]["unscored"], 0, "{}", report["totals"]);
+    assert!(report["judge"]["calls"].as_u64().expect("calls") > 4);
 }
 
 #[test]
