@@ -486,20 +486,7 @@ fn chaos_loses_and_duplicates_nothing_and_scores_as_embedded() {
     }
 
     // The same data, embedded, against the same fake: the same verdict for every example.
-    let out = fleet.dir.path().join("embedded");
-    let embedded = fleet.run(
-        &[
-            "run",
-            data.to_str().expect("utf-8"),
-            "--judge",
-            "live",
-            "--out",
-            out.to_str().expect("utf-8"),
-        ],
-        Duration::from_secs(120),
-    );
-    embedded.assert_no_panic();
-    let embedded = common::read_json(&out.join("report.json"));
+    let embedded = fleet.embedded_report(&data, &["--judge", "live"]);
     let scores =
         |report: &serde_json::Value| -> Vec<(String, serde_json::Value, serde_json::Value)> {
             common::items(report)

@@ -218,20 +218,22 @@ impl Fleet {
 
     /// The `aggregates` of an embedded `evalfleet run` of the same support-judge dataset.
     pub fn embedded_aggregates(&self, data: &Path) -> Value {
+        self.embedded_report(data, &["--suite", "support-judge"])["aggregates"].clone()
+    }
+
+    /// The `report.json` of an embedded `evalfleet run DATA EXTRA...` (in the fleet's
+    /// directory, with the fleet's config and environment).
+    pub fn embedded_report(&self, data: &Path, extra: &[&str]) -> Value {
         let out = self.dir.path().join("embedded");
-        let run = self.run(
-            &[
-                "run",
-                data.to_str().expect("utf-8 path"),
-                "--suite",
-                "support-judge",
-                "--out",
-                out.to_str().expect("utf-8 path"),
-            ],
-            Duration::from_secs(60),
+        let (data, out_arg) = (
+            data.to_str().expect("utf-8 path"),
+            out.to_str().expect("utf-8 path"),
         );
+        let mut args = vec!["run", data, "--out", out_arg];
+        args.extend_from_slice(extra);
+        let run = self.run(&args, Duration::from_secs(120));
         run.assert_no_panic();
-        super::read_json(&out.join("report.json"))["aggregates"].clone()
+        super::read_json(&out.join("report.json"))
     }
 
     pub fn log(&self, name: &str) -> String {
