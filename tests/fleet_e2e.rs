@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::fleet::{example, first_difference, Fleet};
@@ -24,6 +25,41 @@ fn comparable(mut report: Value) -> Value {
     report
 }
 
+/// Submits `data` under `suite` with `--wait` to a running fleet, and checks that the fleet's
+/// report equals an embedded run's (timings aside) and that `--wait` exits as `run` does.
+/// Returns the submit output and the fleet's report.
+fn submit_and_compare_with_embedded(
+    fleet: &Fleet,
+    data: &Path,
+    suite: &str,
+    run_id: &str,
+) -> (common::Output, Value) {
+    let data_arg = data.to_str().expect("utf-8 path");
+    let submit = fleet.run(
+        &[
+            "submit", data_arg, "--suite", suite, "--run-id", run_id, "--wait",
+        ],
+        Duration::from_secs(120),
+    );
+    submit.assert_no_panic();
+    let fleet_report = fleet.wait_report(run_id, Duration::from_secs(30));
+    let passed = fleet_report["gates"]["passed"] == true;
+    assert_eq!(
+        submit.code,
+        Some(if passed { 0 } else { 1 }),
+        "--wait exits as run does\n{}",
+        submit.stderr
+    );
+    let embedded = fleet.embedded_report(data, &["--suite", suite, "--run-id", run_id]);
+    let (a, b) = (comparable(fleet_report.clone()), comparable(embedded));
+    assert_eq!(
+        first_difference(&a, &b, "report"),
+        None,
+        "a fleet run and an embedded run must agree"
+    );
+    (submit, fleet_report)
+}
+
 #[test]
 fn fleet_report_equals_embedded_report() {
     let mut fleet = Fleet::new("");
@@ -32,46 +68,12 @@ fn fleet_report_equals_embedded_report() {
     fleet.aggregator("agg", 19510);
     let run_id = format!("{}-run", fleet.prefix);
     let data = example("support-judge.jsonl");
-    let submit = fleet.run(
-        &[
-            "submit",
-            data.to_str().unwrap(),
-            "--suite",
-            "support-judge",
-            "--run-id",
-            &run_id,
-            "--wait",
-        ],
-        Duration::from_secs(120),
-    );
-    submit.assert_no_panic();
+    let (submit, fleet_report) =
+        submit_and_compare_with_embedded(&fleet, &data, "support-judge", &run_id);
     assert!(
         submit.stdout.contains(&run_id),
         "submit prints the run id\n{}",
         submit.stderr
-    );
-    let fleet_report = fleet.wait_report(&run_id, Duration::from_secs(30));
-    assert_eq!(
-        submit.code,
-        Some(if fleet_report["gates"]["passed"] == true {
-            0
-        } else {
-            1
-        }),
-        "--wait exits as run does\n{}",
-        submit.stderr
-    );
-
-    let embedded_report =
-        fleet.embedded_report(&data, &["--suite", "support-judge", "--run-id", &run_id]);
-    let (a, b) = (
-        comparable(fleet_report.clone()),
-        comparable(embedded_report),
-    );
-    assert_eq!(
-        first_difference(&a, &b, "report"),
-        None,
-        "a fleet run and an embedded run must agree"
     );
     assert_eq!(fleet_report["totals"]["examples"], 120);
     for file in ["summary.md", "report.html", "junit.xml"] {
@@ -127,44 +129,14 @@ fn fleet_report_of_a_custom_suite_on_csv_equals_embedded_report() {
     let run_id = format!("{}-custom", fleet.prefix);
     let data = example("qa-faithfulness.csv");
     let suite = common::root().join("config/suites/qa-faithfulness.yaml");
-    let (data, suite) = (data.to_str().unwrap(), suite.to_str().unwrap());
-    let submit = fleet.run(
-        &[
-            "submit", data, "--suite", suite, "--run-id", &run_id, "--wait",
-        ],
-        Duration::from_secs(120),
-    );
-    submit.assert_no_panic();
+    let (submit, fleet_report) =
+        submit_and_compare_with_embedded(&fleet, &data, suite.to_str().unwrap(), &run_id);
     assert!(
         submit
             .stderr
             .contains("skipped 6 records; the first 5:\n    line 16 (qa-0015): 'answer' is empty"),
         "submit shows the first skipped records\n{}",
         submit.stderr
-    );
-    let fleet_report = fleet.wait_report(&run_id, Duration::from_secs(30));
-    assert_eq!(
-        submit.code,
-        Some(if fleet_report["gates"]["passed"] == true {
-            0
-        } else {
-            1
-        }),
-        "--wait exits as run does\n{}",
-        submit.stderr
-    );
-    let embedded_report = fleet.embedded_report(
-        std::path::Path::new(data),
-        &["--suite", suite, "--run-id", &run_id],
-    );
-    let (a, b) = (
-        comparable(fleet_report.clone()),
-        comparable(embedded_report),
-    );
-    assert_eq!(
-        first_difference(&a, &b, "report"),
-        None,
-        "a fleet run and an embedded run of a custom suite must agree"
     );
     assert_eq!(fleet_report["run"]["suite"], "qa-faithfulness");
     assert!(fleet_report["totals"]["skipped"].as_u64().unwrap_or(0) > 0);
