@@ -135,7 +135,7 @@ const MAX_EXTENDS_DEPTH: usize = 8;
 pub enum SuiteError {
     #[error("unknown suite '{name}': use one of support-judge, rag-layers, log-analysis, a file in {dir}, or a path to a suite YAML file")]
     Unknown { name: String, dir: String },
-    #[error("cannot read suite file '{path}': {source}")]
+    #[error("cannot read suite file '{path}'")]
     Read {
         path: PathBuf,
         source: std::io::Error,
