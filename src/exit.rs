@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use evalfleet_compare::CompareError;
 use evalfleet_producer::ProduceError;
 use evalfleet_shared::config::ConfigError;
 use evalfleet_shared::dataset::DatasetError;
@@ -12,7 +13,8 @@ use evalfleet_worker::WorkerError;
 pub enum Exit {
     /// 0: the run completed and every gate held.
     Success = 0,
-    /// 1: the run completed but a run-level gate failed (or `validate` found invalid records).
+    /// 1: the run completed but a run-level gate failed (or `validate` found invalid records, or
+    /// `compare` found a regression).
     GatesFailed = 1,
     /// 2: bad input or usage: unreadable dataset, no valid example, bad suite or config.
     BadInput = 2,
@@ -32,6 +34,15 @@ impl From<Exit> for ExitCode {
 pub struct BadInput(pub String);
 
 impl Exit {
+    /// The outcome of two gates together: the higher code wins (a failed gate over success).
+    pub fn worst(self, other: Exit) -> Exit {
+        if other as u8 > self as u8 {
+            other
+        } else {
+            self
+        }
+    }
+
     pub fn classify(err: &anyhow::Error) -> Exit {
         // `ProduceError::Dataset` is transparent, so the chain skips the DatasetError inside.
         let bad_input = err.chain().any(|e| {
@@ -39,6 +50,8 @@ impl Exit {
                 || e.is::<DatasetError>()
                 || e.is::<SuiteError>()
                 || e.is::<ConfigError>()
+                || e.downcast_ref::<CompareError>()
+                    .is_some_and(CompareError::is_bad_input)
                 || matches!(
                     e.downcast_ref::<WorkerError>(),
                     Some(WorkerError::Stopped(_))

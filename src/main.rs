@@ -40,6 +40,9 @@ enum LogFormat {
 enum Command {
     /// Evaluate a dataset in this process (embedded mode: no RabbitMQ or Redis needed).
     Run(cmd::run::RunArgs),
+    /// Compare two reports item by item: is NEW worse than BASE beyond noise? (paired tests,
+    /// Holm-corrected; exit 1 on a regression).
+    Compare(cmd::compare::CompareArgs),
     /// Check a dataset without evaluating it: every problem with its line or index.
     Validate(cmd::validate::ValidateArgs),
     /// Write a deterministic synthetic dataset (for demos and benchmarks).
@@ -73,6 +76,7 @@ fn main() -> ExitCode {
     init_logging(cli.log_format);
     let result = match cli.command {
         Command::Run(args) => cmd::run::run(args, cli.config.as_deref()),
+        Command::Compare(args) => cmd::compare::compare(args, cli.config.as_deref()),
         Command::Validate(args) => cmd::validate::validate(args, cli.config.as_deref()),
         Command::Generate(args) => cmd::generate::generate(args),
         Command::Suite(args) => cmd::suite::suite(args, cli.config.as_deref()),

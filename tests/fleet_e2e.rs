@@ -145,6 +145,34 @@ fn fleet_report_of_a_custom_suite_on_csv_equals_embedded_report() {
         .is_some_and(|i| !i.is_empty()));
 }
 
+/// Log-analysis examples name their scenario by digest: each distinct scenario is stored once
+/// for the run, and the workers score exactly as the embedded run does.
+#[test]
+fn log_analysis_scenarios_are_stored_once_per_run_and_score_as_embedded() {
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19561);
+    fleet.worker("w2", 19562);
+    fleet.aggregator("agg", 19570);
+    let run_id = format!("{}-log", fleet.prefix);
+    let data = example("log-analysis.jsonl");
+    let (_, fleet_report) =
+        submit_and_compare_with_embedded(&fleet, &data, "log-analysis", &run_id);
+    assert_eq!(fleet_report["totals"]["examples"], 36);
+    let scenarios = format!("{}:run:{run_id}:scenarios", fleet.prefix);
+    let digests = fleet.redis(&["HKEYS", &scenarios]);
+    let digests: Vec<&str> = digests.lines().collect();
+    // The bundled dataset names three scenario files.
+    assert_eq!(
+        digests.len(),
+        3,
+        "one entry per distinct scenario: {digests:?}"
+    );
+    for digest in digests {
+        let stored = fleet.redis(&["HGET", &scenarios, digest]);
+        assert!(stored.starts_with("{\"key_events\":"), "{digest}: {stored}");
+    }
+}
+
 #[test]
 fn killing_a_worker_and_the_aggregator_mid_run_loses_and_duplicates_nothing() {
     let mut fleet = Fleet::new("");

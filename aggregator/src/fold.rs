@@ -1,11 +1,14 @@
-//! Folding: each followed run's results, folded once each into its incremental aggregates.
-//! Pure (no Redis): the service feeds it the records of the events stream.
+//! Folding: each followed run's results, folded once each into its incremental aggregates, and
+//! kept in a local [`Spill`] file, so that a run this aggregator saw whole is reported from
+//! local disk instead of reading every record back from Redis. No Redis here: the service feeds
+//! it the records of the events stream.
 
 use std::collections::HashMap;
 
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::spec::RunSpec;
+use evalfleet_shared::spill::Spill;
 
 /// One run being followed.
 pub(crate) struct Tracked {
@@ -19,10 +22,23 @@ pub(crate) struct Tracked {
     /// A sweep was started early for this run because it looked complete (done only once, so
     /// a run another aggregator is finishing does not make every loop sweep).
     nudged: bool,
+    /// The folded records; None when the file could not be created or written (the report
+    /// then reads the records from the store).
+    kept: Option<Spill>,
+}
+
+/// What a run's report can be written from when this aggregator folded all of its results.
+pub(crate) struct Complete {
+    pub(crate) agg: RunAggregator,
+    /// The records, when they were all kept.
+    pub(crate) items: Option<Spill>,
 }
 
 impl Tracked {
-    pub(crate) fn new(spec: RunSpec) -> Self {
+    pub(crate) fn new(run_id: &str, spec: RunSpec) -> Self {
+        let kept = Spill::new(run_id)
+            .map_err(|e| tracing::warn!(run = run_id, error = %e, "cannot create a spill file; the report will read the results from the store"))
+            .ok();
         Tracked {
             agg: RunAggregator::new(&spec.suite),
             spec,
@@ -30,10 +46,12 @@ impl Tracked {
             folded_count: 0,
             total: None,
             nudged: false,
+            kept,
         }
     }
 
-    pub(crate) fn fold(&mut self, rec: &ResultRecord) {
+    /// Folds `rec` (stored as `json`) unless its index was folded before.
+    pub(crate) fn fold(&mut self, rec: &ResultRecord, json: &[u8]) {
         let (word, bit) = ((rec.index / 64) as usize, rec.index % 64);
         if self.folded.len() <= word {
             self.folded.resize(word + 1, 0);
@@ -42,6 +60,12 @@ impl Tracked {
             self.folded[word] |= 1 << bit;
             self.folded_count += 1;
             self.agg.observe(rec);
+            if let Some(kept) = &self.kept {
+                if let Err(e) = kept.put(rec.index, rec.outcome, json) {
+                    tracing::warn!(run = %rec.run_id, error = %e, "cannot keep a result locally; the report will read the results from the store");
+                    self.kept = None;
+                }
+            }
         }
     }
 
@@ -53,10 +77,13 @@ impl Tracked {
         all
     }
 
-    /// The aggregates, when they hold every one of the run's `done` stored results exactly
-    /// once (else the report rebuilds them from the store).
-    pub(crate) fn complete_aggregates(self, done: u64) -> Option<RunAggregator> {
-        (self.folded_count == done).then_some(self.agg)
+    /// The aggregates and kept records, when they hold every one of the run's `done` stored
+    /// results exactly once (else the report rebuilds them from the store).
+    pub(crate) fn complete(self, done: u64) -> Option<Complete> {
+        (self.folded_count == done).then_some(Complete {
+            agg: self.agg,
+            items: self.kept,
+        })
     }
 }
 
@@ -74,13 +101,13 @@ impl Folding {
     pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) {
         self.runs
             .entry(run_id.to_owned())
-            .or_insert_with(|| Tracked::new(spec));
+            .or_insert_with(|| Tracked::new(run_id, spec));
     }
 
     /// Folds a record of a tracked run (others are ignored).
-    pub(crate) fn fold(&mut self, run_id: &str, rec: &ResultRecord) {
+    pub(crate) fn fold(&mut self, run_id: &str, rec: &ResultRecord, json: &[u8]) {
         if let Some(t) = self.runs.get_mut(run_id) {
-            t.fold(rec);
+            t.fold(rec, json);
         }
     }
 
@@ -113,6 +140,7 @@ impl Folding {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use evalfleet_shared::report::ItemSource;
     use evalfleet_shared::spec::JudgeMode;
     use evalfleet_shared::suite::{Suite, SuiteKind};
 
@@ -137,18 +165,23 @@ pub(crate) mod tests {
         )
     }
 
+    /// Folds a record the way the service does: with its stored JSON.
+    fn fold(f: &mut Folding, run: &str, rec: &ResultRecord) {
+        f.fold(run, rec, &serde_json::to_vec(rec).unwrap());
+    }
+
     #[test]
     fn a_run_is_reported_all_folded_once_when_its_last_result_arrives() {
         let mut f = Folding::default();
         f.track("r", spec());
-        f.fold("r", &skipped(0));
+        fold(&mut f, "r", &skipped(0));
         assert!(!f.any_all_folded(), "the total is not known yet");
         f.set_total("r", 3);
-        f.fold("r", &skipped(1));
-        f.fold("r", &skipped(1));
+        fold(&mut f, "r", &skipped(1));
+        fold(&mut f, "r", &skipped(1));
         assert!(!f.any_all_folded(), "a redelivered result counts once");
-        f.fold("r", &skipped(2));
-        f.fold("other", &skipped(0));
+        fold(&mut f, "r", &skipped(2));
+        fold(&mut f, "other", &skipped(0));
         assert!(f.any_all_folded());
         assert!(!f.any_all_folded(), "only once per run");
         let t = f.take("r").expect("tracked");
@@ -157,13 +190,28 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn aggregates_are_used_only_when_they_hold_every_stored_result() {
-        let mut t = Tracked::new(spec());
-        t.fold(&skipped(0));
-        t.fold(&skipped(1));
-        let mut u = Tracked::new(spec());
-        u.fold(&skipped(0));
-        assert!(t.complete_aggregates(2).is_some());
-        assert!(u.complete_aggregates(2).is_none(), "one result missing");
+    fn a_run_folded_whole_is_reported_from_its_kept_records() {
+        let mut f = Folding::default();
+        f.track("r", spec());
+        for i in [2, 0, 1, 0] {
+            fold(&mut f, "r", &skipped(i));
+        }
+        let (t, u) = (f.take("r").unwrap(), {
+            f.track("u", spec());
+            fold(&mut f, "u", &skipped(0));
+            f.take("u").unwrap()
+        });
+        let complete = t.complete(3).expect("every stored result was folded");
+        let mut ids = Vec::new();
+        complete
+            .items
+            .expect("the records were kept")
+            .for_each_item(None, &mut |r| {
+                ids.push(r.id.clone());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(ids, ["e0", "e1", "e2"], "in index order, each once");
+        assert!(u.complete(2).is_none(), "one result missing");
     }
 }

@@ -1,11 +1,11 @@
-//! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`, `/metrics`,
-//! `/healthz`, `/readyz`. Everything is read from Redis (and the report from the reports directory), so any
+//! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`,
+//! `/runs/{a}/compare/{b}`, `/metrics`, `/healthz`, `/readyz`. Everything is read from Redis (and the report from the reports directory), so any
 //! aggregator answers for any run, and a restarted one answers at once.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -20,6 +20,7 @@ pub fn router(aggregator: Arc<Aggregator>) -> Router {
         .route("/runs", get(runs))
         .route("/runs/{id}", get(run))
         .route("/runs/{id}/report", get(report))
+        .route("/runs/{base}/compare/{new}", get(compare))
         .route("/metrics", get(prometheus_text))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(ready))
@@ -106,6 +107,62 @@ async fn report(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Res
             Json(json!({"error": format!("report.json of run '{id}' is not readable here: {e}")})),
         )
             .into_response(),
+    }
+}
+
+/// Where a registered run's report.json is, or the response saying why there is none: 404 for
+/// an unknown run, 409 for a run whose report is not written yet.
+async fn report_path(a: &Aggregator, id: &str) -> Result<std::path::PathBuf, Response> {
+    let meta = registered(a, id).await?;
+    match a.store().field(id, "report_dir").await {
+        Ok(Some(dir)) => Ok(std::path::Path::new(&dir).join("report.json")),
+        Ok(None) => Err((
+            StatusCode::CONFLICT,
+            Json(json!({"error": format!("run '{id}' is not complete yet: it has no report to compare"), "status": meta.status})),
+        )
+            .into_response()),
+        Err(e) => Err(unavailable(e)),
+    }
+}
+
+/// `?alpha=&max_drop=`: the gate's settings, as `evalfleet compare`'s flags.
+#[derive(serde::Deserialize)]
+struct GateQuery {
+    alpha: Option<f64>,
+    max_drop: Option<f64>,
+}
+
+/// compare.json of two finished runs (BASE `base`, NEW `new`): 404 for an unknown run, 409 for
+/// a run without a report yet, 422 when the reports cannot be compared (different suites, no
+/// common items, an unreadable report).
+async fn compare(
+    State(a): State<Arc<Aggregator>>,
+    Path((base, new)): Path<(String, String)>,
+    Query(q): Query<GateQuery>,
+) -> Response {
+    let base = match report_path(&a, &base).await {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    let new = match report_path(&a, &new).await {
+        Ok(p) => p,
+        Err(response) => return response,
+    };
+    let defaults = evalfleet_compare::Options::default();
+    let opts = evalfleet_compare::Options {
+        alpha: q.alpha.unwrap_or(defaults.alpha),
+        max_drop: q.max_drop.unwrap_or(defaults.max_drop),
+    };
+    let done =
+        tokio::task::spawn_blocking(move || evalfleet_compare::compare(&base, &new, &opts)).await;
+    match done {
+        Ok(Ok(c)) => Json(c).into_response(),
+        Ok(Err(e)) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"error": e.to_string()})),
+        )
+            .into_response(),
+        Err(e) => unavailable(e),
     }
 }
 

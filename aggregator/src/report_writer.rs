@@ -60,7 +60,11 @@ pub fn write_run_reports(
         items,
     };
     report::write_all(dir, &input).map_err(|e| e.to_string())?;
-    let summary = report::render(ReportFile::Summary, &input).map_err(|e| e.to_string())?;
+    // The summary `evalfleet report` prints is the file just written (rendering it again would
+    // stream the run's items once more).
+    let path = dir.join(ReportFile::Summary.file_name());
+    let summary = std::fs::read_to_string(&path)
+        .map_err(|e| format!("reading {} back: {e}", path.display()))?;
     Ok(Written {
         gates_passed: input.gates_passed(),
         summary,

@@ -26,6 +26,11 @@ use crate::{completion, gauges, queue_gauges, AggregatorError};
 /// How often running runs are checked for completion: it bounds the delay between a run's last
 /// result and its report.
 const SWEEP_EVERY: Duration = Duration::from_millis(250);
+/// Events read from the stream at most at once.
+const READ_BATCH: usize = 512;
+/// How long results may gather after a short read before the next one. Folding is only
+/// behind by this much; completion does not wait for it (the last result nudges a sweep).
+const GATHER: Duration = Duration::from_millis(50);
 
 /// The consumer group every aggregator joins.
 pub const GROUP: &str = "aggregators";
@@ -84,8 +89,11 @@ impl Aggregator {
         loop {
             let batch = tokio::select! {
                 _ = &mut shutdown => return Ok(()),
-                read = events.read(512, SWEEP_EVERY) => read,
+                read = events.read(READ_BATCH, SWEEP_EVERY) => read,
             };
+            // A short batch means results trickle in: let them gather for a moment, so each
+            // read (a round trip, a reply to parse, a wake-up) carries many.
+            let gather = matches!(&batch, Ok(b) if !b.is_empty() && b.len() < READ_BATCH);
             let folded = match batch {
                 Ok(batch) => self.fold_and_ack(&mut events, batch).await,
                 Err(e) => Err(e.into()),
@@ -111,6 +119,11 @@ impl Aggregator {
             if last_sweep.elapsed() >= SWEEP_EVERY || nudged {
                 last_sweep = Instant::now();
                 carry_on("finishing complete runs", self.finish_complete_runs().await).await;
+            } else if gather {
+                tokio::select! {
+                    _ = &mut shutdown => return Ok(()),
+                    _ = tokio::time::sleep(GATHER) => {}
+                }
             }
         }
     }
@@ -148,7 +161,7 @@ impl Aggregator {
                 }
             }
             if let Some(mut f) = self.folding() {
-                f.fold(&event.run_id, &record);
+                f.fold(&event.run_id, &record, &event.json);
             }
         }
         events.ack(&ids).await?;
@@ -201,16 +214,28 @@ impl Aggregator {
                     .map_err(|e| report_err(format!("unreadable run spec: {e}")))?
             }
         };
-        let incremental = tracked.and_then(|t| t.complete_aggregates(done));
+        let (incremental, kept) = match tracked.and_then(|t| t.complete(done)) {
+            Some(complete) => (Some(complete.agg), complete.items),
+            None => (None, None),
+        };
         let rebuilt = incremental.is_none();
+        let from_store = kept.is_none();
         let store = self.store.clone();
         let dir = self.opts.reports_dir.join(&run);
         let writing = Instant::now();
         let target = dir.clone();
         let written = tokio::task::spawn_blocking(move || -> Result<Written, String> {
-            let items = RunItems::new(&store, &meta.id, total).map_err(|e| e.to_string())?;
             let finished_at = jiff::Timestamp::now();
-            write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
+            match kept {
+                Some(items) => {
+                    write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
+                }
+                None => {
+                    let items =
+                        RunItems::new(&store, &meta.id, total).map_err(|e| e.to_string())?;
+                    write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
+                }
+            }
         })
         .await
         .map_err(|e| report_err(e.to_string()))?
@@ -232,6 +257,7 @@ impl Aggregator {
             dir = %dir.display(),
             report_seconds = writing.elapsed().as_secs_f64(),
             aggregates_rebuilt = rebuilt,
+            items_from_store = from_store,
             "run complete: reports written"
         );
         Ok(())

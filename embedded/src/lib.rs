@@ -64,7 +64,7 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
     let validator = Validator::new(Evaluator::new(
         run.suite.clone(),
         run.rules.clone(),
-        dataset_dir.clone(),
+        dataset_dir,
     ));
     // Offline judges are CPU-bound: hand work over in chunks to save thread wake-ups. A live
     // judge's examples go one by one, so one slow call never holds other examples back.
@@ -73,12 +73,7 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
     let (store, events) =
         InProcessStore::new(run.run_id, 64, event_batch).map_err(EmbeddedError::Spill)?;
     let store = Arc::new(store);
-    let pipeline = Arc::new(Pipeline {
-        suite: run.suite.clone(),
-        rules: run.rules,
-        dataset_dir,
-        judge: run.judge,
-    });
+    let pipeline = Arc::new(Pipeline::new(run.suite.clone(), run.judge));
     let mut workers = tokio::spawn(run_workers(
         queue.clone(),
         store.clone(),

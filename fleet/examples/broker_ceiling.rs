@@ -6,12 +6,16 @@
 //!
 //!   cargo run --release -p evalfleet-fleet --example broker_ceiling -- DATASET.jsonl [PREFETCH]
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use evalfleet_fleet::amqp::{
     declare_topology, delete_topology, AmqpConfig, CONTENT_TYPE, MESSAGE_TYPE,
 };
+use evalfleet_shared::evaluate::Evaluator;
 use evalfleet_shared::queue::Message;
+use evalfleet_shared::routing::ProviderRules;
+use evalfleet_shared::suite::{Suite, SuiteKind};
 use futures_util::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,
@@ -38,19 +42,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         delivery_limit: 5,
     };
 
-    // The same bodies the fleet publishes: one v1 message per dataset line.
+    // The same bodies the fleet publishes: one message per valid dataset line, the example
+    // typed as the producer types it.
+    let suite = Arc::new(Suite::builtin(SuiteKind::SupportJudge));
+    let mut typer = Evaluator::new(suite, ProviderRules::default(), None);
     let bodies: Vec<Vec<u8>> = std::fs::read_to_string(&dataset)?
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .filter_map(|line| typer.parse(&serde_json::from_str(line).ok()?).ok())
         .enumerate()
-        .map(|(i, line)| {
+        .map(|(i, example)| {
             let msg = Message {
-                v: 1,
+                v: Message::VERSION,
                 run_id: "ceiling".into(),
                 index: i as u64,
                 line: Some(i as u64 + 1),
                 suite: "support-judge".into(),
-                example: serde_json::from_str(line).unwrap_or_default(),
+                example,
             };
             serde_json::to_vec(&msg).unwrap_or_default()
         })

@@ -1,4 +1,4 @@
-//! Poison messages against a real RabbitMQ: bodies that are not v1 messages are rejected to
+//! Poison messages against a real RabbitMQ: bodies that are not current (v2) messages are rejected to
 //! the dead-letter queue, counted, and never handed to the caller, who gets the next valid one.
 
 use std::time::Duration;
@@ -22,11 +22,11 @@ async fn poison_is_dead_lettered_counted_and_skipped() {
     raw.confirm_select(ConfirmSelectOptions::default())
         .await
         .expect("confirms");
-    let mut v2 = message("run-p", 1);
-    v2.v = 2;
+    let mut v3 = message("run-p", 1);
+    v3.v = 3;
     let bodies: Vec<(&str, Vec<u8>)> = vec![
         ("run-p/0", b"{not json".to_vec()),
-        ("run-p/1", serde_json::to_vec(&v2).expect("json")),
+        ("run-p/1", serde_json::to_vec(&v3).expect("json")),
         ("run-p/x", vec![0xff, 0xfe, 0x00]),
     ];
     for (id, body) in &bodies {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use evalfleet_fleet::redis::{EventStream, RedisStore, RunItems};
-use evalfleet_shared::contract::{store_counts_each_index_once, store_streams_in_index_order};
+use evalfleet_shared::contract::{
+    store_counts_each_index_once, store_keeps_scenarios_by_digest, store_streams_in_index_order,
+};
 use evalfleet_shared::record::{Outcome, ResultRecord};
 use evalfleet_shared::report::{ItemSource, ReportError};
 use evalfleet_shared::store::{Counts, PutOutcome, ResultStore, StoreError};
@@ -31,6 +33,12 @@ impl ResultStore for StoreAndItems {
     async fn stored(&self, run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
         ResultStore::stored(&self.store, run_id, indices).await
     }
+    async fn put_scenario(&self, run_id: &str, digest: &str, json: &str) -> Result<(), StoreError> {
+        self.store.put_scenario(run_id, digest, json).await
+    }
+    async fn scenario(&self, run_id: &str, digest: &str) -> Result<Option<String>, StoreError> {
+        self.store.scenario(run_id, digest).await
+    }
 }
 
 impl ItemSource for StoreAndItems {
@@ -47,6 +55,7 @@ impl ItemSource for StoreAndItems {
 async fn redis_store_honours_the_contract() {
     let (store, _cleanup) = store().await;
     store_counts_each_index_once(&store, "a").await;
+    store_keeps_scenarios_by_digest(&store, "a").await;
     let items = RunItems::new(&store, "b", 6).unwrap();
     let both = StoreAndItems { store, items };
     store_streams_in_index_order(&both, "b").await;
@@ -54,8 +63,16 @@ async fn redis_store_honours_the_contract() {
     assert_eq!(stored, vec![true, true, false]);
 }
 
+/// Through [`ResultStore::put`] (the group commit, many results to a script call) and through
+/// `put_record` (a call each), concurrent redeliveries are stored and counted once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_redeliveries_are_stored_and_counted_once() {
+    for grouped in [true, false] {
+        concurrent_redeliveries(grouped).await;
+    }
+}
+
+async fn concurrent_redeliveries(grouped: bool) {
     let (store, _cleanup) = store().await;
     let outcome = |i: u64| match i % 3 {
         0 => Outcome::Ok,
@@ -71,9 +88,13 @@ async fn concurrent_redeliveries_are_stored_and_counted_once() {
             // Each task walks the indices from a different starting point.
             for k in 0..n {
                 let i = (k + t * 7) % n;
-                if store.put_record(&record("c", i, outcome(i))).await.unwrap()
-                    == PutOutcome::Stored
-                {
+                let rec = record("c", i, outcome(i));
+                let put = if grouped {
+                    ResultStore::put(&store, rec).await.unwrap()
+                } else {
+                    store.put_record(&rec).await.unwrap()
+                };
+                if put == PutOutcome::Stored {
                     stored += 1;
                 }
             }

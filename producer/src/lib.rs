@@ -1,22 +1,24 @@
 //! The producer: streams a dataset from disk, validates each record, publishes valid examples to
 //! the work queue in batches and stores skipped records directly as results, so every record of
-//! the file ends up accounted for in the report. Reading and validation run on their own thread
+//! the file ends up accounted for in the report. Messages carry the examples typed, as validated
+//! here (workers never parse raw records again); a log-analysis scenario is stored once per run
+//! and messages name it by digest. Reading and validation run on their own thread
 //! (blocking file I/O) and hand records over a bounded channel, so memory stays flat.
 
 pub mod submit;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use evalfleet_shared::dataset::{DatasetError, DatasetReader, Position, ReadOptions};
-use evalfleet_shared::evaluate::{Checked, Validator};
+use evalfleet_shared::evaluate::{Checked, Example, Validator};
+use evalfleet_shared::loganalysis::canonical_json;
 use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
 use evalfleet_shared::record::ResultRecord;
 use evalfleet_shared::store::{ResultStore, StoreError};
-use serde_json::Value;
 
 /// Messages published per call; the queue confirms each batch as a whole.
 const BATCH: usize = 256;
@@ -137,7 +139,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
         options,
         progress,
         batch: Vec::with_capacity(BATCH),
-        scenarios: HashMap::new(),
+        scenarios: HashSet::new(),
     };
     let mut outcome = Ok(());
     'read: while let Ok(items) = rx.recv().await {
@@ -160,7 +162,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                 Checked::Valid {
                     ordinal,
                     position,
-                    value,
+                    example,
                 } => {
                     out.push(Message {
                         v: Message::VERSION,
@@ -168,7 +170,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                         index: ordinal,
                         line: position.line(),
                         suite: suite.clone(),
-                        example: value,
+                        example,
                     })
                     .await?;
                 }
@@ -198,17 +200,15 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
     outcome
 }
 
-/// What a producer does beyond streaming: the fleet resumes runs and inlines scenario files.
+/// What a producer does beyond streaming: the fleet resumes runs.
 #[derive(Debug, Clone, Default)]
 pub struct ProduceOptions {
     /// Publish only examples without a stored result (re-submitting a run resumes it).
     pub resume: bool,
-    /// Replace log-analysis `scenario` paths by the files' JSON, read relative to this
-    /// directory: a worker on another machine cannot read the submitter's files.
-    pub inline_scenarios_from: Option<PathBuf>,
 }
 
-/// Batches messages for the queue, dropping already-stored examples when resuming.
+/// Batches messages for the queue, dropping already-stored examples when resuming, and stores
+/// each scenario the examples name before the first message that names it.
 struct Outbox<'a, Q, S> {
     queue: &'a Q,
     store: &'a S,
@@ -216,13 +216,21 @@ struct Outbox<'a, Q, S> {
     options: &'a ProduceOptions,
     progress: &'a Progress,
     batch: Vec<Message>,
-    scenarios: HashMap<String, Value>,
+    /// Digests of the scenarios stored for this run so far.
+    scenarios: HashSet<String>,
 }
 
 impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
-    async fn push(&mut self, mut msg: Message) -> Result<(), ProduceError> {
-        if let Some(dir) = &self.options.inline_scenarios_from {
-            inline_scenario(&mut msg.example, dir, &mut self.scenarios);
+    async fn push(&mut self, msg: Message) -> Result<(), ProduceError> {
+        if let Example::Log(e) = &msg.example {
+            let digest = e.scenario.digest();
+            if !self.scenarios.contains(digest) {
+                if let Some(scenario) = e.scenario.get() {
+                    let json = canonical_json(scenario);
+                    self.store.put_scenario(self.run_id, digest, &json).await?;
+                }
+                self.scenarios.insert(digest.to_owned());
+            }
         }
         self.batch.push(msg);
         if self.batch.len() >= BATCH {
@@ -247,30 +255,6 @@ impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
         self.progress.published.fetch_add(n, Ordering::Relaxed);
         Ok(())
     }
-}
-
-/// `scenario: "scenarios/x.json"` → the file's JSON (cached per path). A file that cannot be
-/// read stays a path: the worker then skips the example with the reason.
-fn inline_scenario(example: &mut Value, dir: &Path, cache: &mut HashMap<String, Value>) {
-    let Some(path) = example
-        .get("scenario")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-    else {
-        return;
-    };
-    if !cache.contains_key(&path) {
-        let loaded = std::fs::read_to_string(dir.join(&path))
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        match loaded {
-            Some(v) => {
-                cache.insert(path.clone(), v);
-            }
-            None => return,
-        }
-    }
-    example["scenario"] = cache[&path].clone();
 }
 
 struct CountingRead<R> {

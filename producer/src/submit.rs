@@ -11,7 +11,6 @@ use evalfleet_fleet::redis::{RedisError, RedisStore, RunMeta, RunStatus};
 use evalfleet_shared::dataset::Format;
 use evalfleet_shared::evaluate::{Evaluator, Validator};
 use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::suite::SuiteKind;
 
 use crate::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
 
@@ -84,17 +83,12 @@ pub async fn submit(
             !store.register_run(&meta, &spec).await?
         }
     };
-    let dataset_dir = req.dataset.parent().map(Path::to_path_buf);
     let validator = Validator::new(Evaluator::new(
         Arc::new(suite.clone()),
         req.spec.model_prefixes.clone(),
-        dataset_dir.clone(),
+        req.dataset.parent().map(Path::to_path_buf),
     ));
-    let options = ProduceOptions {
-        resume: resumed,
-        inline_scenarios_from: (suite.kind == SuiteKind::LogAnalysis)
-            .then(|| dataset_dir.unwrap_or_default()),
-    };
+    let options = ProduceOptions { resume: resumed };
     let reader = open_dataset(
         &req.dataset,
         &suite.read_options(req.format),

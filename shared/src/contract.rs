@@ -3,12 +3,12 @@
 //! runs the same functions against the real engines. The functions are runtime-agnostic async
 //! code; each panics with a message naming the broken promise.
 
-use serde_json::json;
-
+use crate::evaluate::Example;
 use crate::queue::{Delivery, Message, WorkQueue};
 use crate::record::{Outcome, ResultRecord};
 use crate::report::ItemSource;
 use crate::store::{Counts, PutOutcome, ResultStore};
+use crate::support::SupportExample;
 
 /// A message of `run_id` at `index`, with a recognisable example body.
 pub fn message(run_id: &str, index: u64) -> Message {
@@ -18,7 +18,15 @@ pub fn message(run_id: &str, index: u64) -> Message {
         index,
         line: Some(index + 1),
         suite: "support-judge".into(),
-        example: json!({"id": format!("e{index}")}),
+        example: Example::Support(SupportExample {
+            id: format!("e{index}"),
+            ticket: "VPN drops".into(),
+            response: "Renew the lease.".into(),
+            model: "gpt-4o".into(),
+            prompt_version: "v1".into(),
+            provider: "openai".into(),
+            metadata: Default::default(),
+        }),
     }
 }
 
@@ -191,6 +199,38 @@ pub async fn store_streams_in_index_order<S: ResultStore + ItemSource>(store: &S
     assert_eq!(failed, vec![1, 3, 5]);
 }
 
+/// A scenario is kept under its digest for its run: the first write wins, other runs and
+/// digests see nothing.
+pub async fn store_keeps_scenarios_by_digest<S: ResultStore>(store: &S, run_id: &str) {
+    let digest = "ab".repeat(32);
+    assert_eq!(
+        store.scenario(run_id, &digest).await.expect("get"),
+        None,
+        "a scenario never stored was found"
+    );
+    store
+        .put_scenario(run_id, &digest, r#"{"metrics":{"m":1.0}}"#)
+        .await
+        .expect("put");
+    store
+        .put_scenario(run_id, &digest, "{}")
+        .await
+        .expect("put again");
+    assert_eq!(
+        store
+            .scenario(run_id, &digest)
+            .await
+            .expect("get")
+            .as_deref(),
+        Some(r#"{"metrics":{"m":1.0}}"#),
+        "the first write of a digest must stay"
+    );
+    assert_eq!(
+        store.scenario(run_id, &"cd".repeat(32)).await.expect("get"),
+        None
+    );
+}
+
 #[cfg(test)]
 mod in_process {
     use super::*;
@@ -215,5 +255,6 @@ mod in_process {
         block_on(store_counts_each_index_once(&store, "a"));
         let (store, _events) = InProcessStore::new("b", 1024, 1).expect("store");
         block_on(store_streams_in_index_order(&store, "b"));
+        block_on(store_keeps_scenarios_by_digest(&store, "b"));
     }
 }

@@ -29,6 +29,7 @@ pub mod routing;
 pub mod runs;
 pub mod shared_limit;
 pub mod spec;
+pub mod spill;
 pub mod stats;
 pub mod store;
 pub mod suite;

@@ -10,9 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-/// The message body of DESIGN §3: `{"v":1, "run_id", "index", "suite", "example": {...}}`.
+use crate::evaluate::Example;
+
+/// The message body of DESIGN §3, version 2: `{"v":2, "run_id", "index", "suite",
+/// "example": {...}}`, where `example` is the producer's typed [`Example`] (validated once, at
+/// submit) rather than the raw record of version 1; a log-analysis example names its scenario
+/// by digest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub v: u32,
@@ -21,11 +25,11 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     pub suite: String,
-    pub example: Value,
+    pub example: Example,
 }
 
 impl Message {
-    pub const VERSION: u32 = 1;
+    pub const VERSION: u32 = 2;
 
     /// `message_id` of DESIGN §3: `<run_id>/<index>`.
     pub fn message_id(&self) -> String {

@@ -1,23 +1,22 @@
-//! The result store seam: where result records live until the report is written.
+//! The result store seam: where result records live until the report is written, and the inputs
+//! a run's examples share (log-analysis scenarios, stored once per run by content digest).
 //!
 //! `ResultStore` has two implementations: Redis for the fleet and [`InProcessStore`] for the
 //! embedded `run`. Both store a record at most once per (run, index) — a redelivered message is
 //! never counted twice — and hand every stored record to the aggregator as an event.
 //!
-//! The in-process store keeps records in an anonymous spill file with a 16-byte slot per index,
-//! so a 10^6-example run costs ~16 MB of memory instead of the records themselves, and reports
-//! stream them back in dataset order.
+//! The in-process store keeps records in a [`Spill`] file, so a 10^6-example run costs ~16 MB
+//! of memory instead of the records themselves, and reports stream them back in dataset order.
 
-use std::fs::File;
 use std::future::Future;
-use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
-use std::sync::Mutex;
+use std::io;
+use std::sync::{Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
 use crate::record::{Outcome, ResultRecord};
 use crate::report::{ItemSource, ReportError};
+use crate::spill::Spill;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PutOutcome {
@@ -88,23 +87,27 @@ pub trait ResultStore: Send + Sync + 'static {
         run_id: &str,
         indices: &[u64],
     ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send;
+    /// Stores a scenario of the run under its digest (the producer does, before publishing the
+    /// first example that names it). Storing the same digest again changes nothing.
+    fn put_scenario(
+        &self,
+        run_id: &str,
+        digest: &str,
+        json: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    /// The scenario stored under `digest` for the run, if any.
+    fn scenario(
+        &self,
+        run_id: &str,
+        digest: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
 }
 
-/// Where a stored record sits in the spill file.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    offset: u64,
-    /// 0 = not stored.
-    len: u32,
-    outcome: u8,
-}
-
-struct Spill {
-    writer: BufWriter<File>,
-    end: u64,
-    slots: Vec<Slot>,
+/// What the embedded store holds besides the records: counts, and stored records not yet
+/// handed to the aggregator.
+#[derive(Default)]
+struct Tally {
     counts: Counts,
-    /// Stored records not yet handed to the aggregator.
     pending: Vec<ResultRecord>,
 }
 
@@ -113,10 +116,12 @@ struct Spill {
 /// each, more than folding the record).
 pub struct InProcessStore {
     run_id: String,
-    file: File,
-    spill: Mutex<Spill>,
+    spill: Spill,
+    tally: Mutex<Tally>,
     events: async_channel::Sender<Vec<ResultRecord>>,
     event_batch: usize,
+    /// The run's scenarios by digest (a handful, whatever the dataset's size).
+    scenarios: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl InProcessStore {
@@ -127,22 +132,14 @@ impl InProcessStore {
         capacity: usize,
         event_batch: usize,
     ) -> io::Result<(Self, async_channel::Receiver<Vec<ResultRecord>>)> {
-        let file = tempfile::tempfile()?;
-        let writer = BufWriter::with_capacity(1 << 20, file.try_clone()?);
         let (tx, rx) = async_channel::bounded(capacity.max(1));
-        let spill = Spill {
-            writer,
-            end: 0,
-            slots: Vec::new(),
-            counts: Counts::default(),
-            pending: Vec::new(),
-        };
         let store = InProcessStore {
             run_id: run_id.to_owned(),
-            file,
-            spill: Mutex::new(spill),
+            spill: Spill::new(run_id)?,
+            tally: Mutex::default(),
             events: tx,
             event_batch: event_batch.max(1),
+            scenarios: Mutex::default(),
         };
         Ok((store, rx))
     }
@@ -159,10 +156,19 @@ impl InProcessStore {
         self.events.close();
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Spill>, StoreError> {
-        self.spill
+    fn scenarios_lock(
+        &self,
+    ) -> Result<std::sync::MutexGuard<'_, std::collections::HashMap<String, String>>, StoreError>
+    {
+        self.scenarios
             .lock()
-            .map_err(|_| StoreError::Backend("spill file lock poisoned".into()))
+            .map_err(|_| StoreError::Backend("scenario map lock poisoned".into()))
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Tally>, StoreError> {
+        self.tally
+            .lock()
+            .map_err(|_| StoreError::Backend("store tally lock poisoned".into()))
     }
 
     /// Stores the record; returns a full batch of events to hand over, if this one filled it.
@@ -171,26 +177,14 @@ impl InProcessStore {
         rec: ResultRecord,
     ) -> Result<(PutOutcome, Option<Vec<ResultRecord>>), StoreError> {
         let bytes = serde_json::to_vec(&rec).map_err(|e| StoreError::Backend(e.to_string()))?;
-        let mut spill = self.lock()?;
-        let i = rec.index as usize;
-        if spill.slots.get(i).is_some_and(|s| s.len > 0) {
+        if !self.spill.put(rec.index, rec.outcome, &bytes)? {
             return Ok((PutOutcome::AlreadyStored, None));
         }
-        if spill.slots.len() <= i {
-            spill.slots.resize(i + 1, Slot::default());
-        }
-        spill.writer.write_all(&bytes)?;
-        let offset = spill.end;
-        spill.end += bytes.len() as u64;
-        spill.slots[i] = Slot {
-            offset,
-            len: bytes.len() as u32,
-            outcome: rec.outcome as u8,
-        };
-        spill.counts.add(rec.outcome);
-        spill.pending.push(rec);
+        let mut tally = self.lock()?;
+        tally.counts.add(rec.outcome);
+        tally.pending.push(rec);
         let full =
-            (spill.pending.len() >= self.event_batch).then(|| std::mem::take(&mut spill.pending));
+            (tally.pending.len() >= self.event_batch).then(|| std::mem::take(&mut tally.pending));
         Ok((PutOutcome::Stored, full))
     }
 }
@@ -216,11 +210,23 @@ impl ResultStore for InProcessStore {
     }
 
     async fn stored(&self, _run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
-        let spill = self.lock()?;
-        Ok(indices
-            .iter()
-            .map(|&i| spill.slots.get(i as usize).is_some_and(|s| s.len > 0))
-            .collect())
+        self.spill.stored(indices)
+    }
+
+    async fn put_scenario(
+        &self,
+        _run_id: &str,
+        digest: &str,
+        json: &str,
+    ) -> Result<(), StoreError> {
+        self.scenarios_lock()?
+            .entry(digest.to_owned())
+            .or_insert_with(|| json.to_owned());
+        Ok(())
+    }
+
+    async fn scenario(&self, _run_id: &str, digest: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.scenarios_lock()?.get(digest).cloned())
     }
 }
 
@@ -230,75 +236,7 @@ impl ItemSource for InProcessStore {
         only: Option<Outcome>,
         f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
     ) -> Result<(), ReportError> {
-        let source = |e: io::Error| ReportError::Source(e.to_string());
-        let slots: Vec<Slot> = {
-            let mut spill = self
-                .lock()
-                .map_err(|e| ReportError::Source(e.to_string()))?;
-            spill.writer.flush().map_err(source)?;
-            spill.slots.clone()
-        };
-        let mut reader = ChunkReader {
-            file: &self.file,
-            buf: Vec::new(),
-            start: 0,
-        };
-        for (index, slot) in slots.iter().enumerate() {
-            if slot.len == 0 || only.is_some_and(|o| o as u8 != slot.outcome) {
-                continue;
-            }
-            let bytes = reader.get(slot.offset, slot.len as usize).map_err(source)?;
-            let rec: ResultRecord = serde_json::from_slice(bytes).map_err(|e| {
-                ReportError::Source(
-                    StoreError::Corrupt {
-                        run: self.run_id.clone(),
-                        index: index as u64,
-                        message: e.to_string(),
-                    }
-                    .to_string(),
-                )
-            })?;
-            f(&rec)?;
-        }
-        Ok(())
-    }
-}
-
-/// Reads the spill file in 1 MiB windows: records arrive nearly in index order, so reading
-/// them in index order is nearly sequential.
-struct ChunkReader<'a> {
-    file: &'a File,
-    buf: Vec<u8>,
-    start: u64,
-}
-
-impl ChunkReader<'_> {
-    fn get(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
-        let end = offset + len as u64;
-        if offset < self.start || end > self.start + self.buf.len() as u64 {
-            let want = len.max(1 << 20);
-            self.buf.resize(want, 0);
-            let mut filled = 0;
-            while filled < want {
-                let n = self
-                    .file
-                    .read_at(&mut self.buf[filled..], offset + filled as u64)?;
-                if n == 0 {
-                    break;
-                }
-                filled += n;
-            }
-            if filled < len {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "spill file shorter than its index",
-                ));
-            }
-            self.buf.truncate(filled);
-            self.start = offset;
-        }
-        let from = (offset - self.start) as usize;
-        Ok(&self.buf[from..from + len])
+        self.spill.for_each_item(only, f)
     }
 }
 

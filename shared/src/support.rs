@@ -3,6 +3,7 @@
 //! Validation follows the seed's loader to the letter (field order, first problem only, exact
 //! reasons) because users diff our `skipped` list against the one they already have.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::field::{required_string, Blank};
@@ -11,7 +12,7 @@ use crate::routing::ProviderRules;
 /// The required fields, in the order they are checked.
 pub const FIELDS: [&str; 5] = ["id", "ticket", "response", "model", "prompt_version"];
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SupportExample {
     pub id: String,
     pub ticket: String,
@@ -21,6 +22,7 @@ pub struct SupportExample {
     /// The response's provider, from the model-prefix rules.
     pub provider: String,
     /// Every other field of the record, kept as metadata.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
 }
 

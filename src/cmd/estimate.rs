@@ -23,19 +23,12 @@ pub fn print_estimate(
         dataset.parent().map(Path::to_path_buf),
     );
     let mut validator = Validator::new(evaluator);
-    let mut typer = Evaluator::new(
-        suite.clone().into(),
-        config.model_prefixes.clone(),
-        dataset.parent().map(Path::to_path_buf),
-    );
     let mut estimate = Estimate::default();
     let mut skipped = 0u64;
     for raw in DatasetReader::open_with(dataset, &suite.read_options(format))? {
         match validator.check(raw?) {
-            Checked::Valid { value, .. } => {
-                if let Ok(example) = typer.parse(&value) {
-                    add_example(&mut estimate, &config.judges, suite, &example);
-                }
+            Checked::Valid { example, .. } => {
+                add_example(&mut estimate, &config.judges, suite, &example);
             }
             Checked::Skipped { .. } => skipped += 1,
         }

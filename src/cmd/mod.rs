@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod compare;
 pub mod estimate;
 pub mod fleet;
 pub mod generate;

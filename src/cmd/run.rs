@@ -53,6 +53,12 @@ pub struct RunArgs {
     /// Serve the worker metrics at http://ADDR/metrics while the run lasts.
     #[arg(long)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// After the report, compare it with this baseline (a report.json, a report directory or a
+    /// run id in reports_dir) into <out>/compare/, and fail (exit 1) on a regression too.
+    #[arg(long)]
+    pub baseline: Option<String>,
+    #[command(flatten)]
+    pub gate: super::compare::GateArgs,
 }
 
 pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
@@ -149,11 +155,24 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         ))
         .into());
     }
-    Ok(if input.gates_passed() {
+    let own = if input.gates_passed() {
         Exit::Success
     } else {
         Exit::GatesFailed
-    })
+    };
+    match &args.baseline {
+        Some(baseline) => {
+            let compared = super::compare::against_baseline(
+                baseline,
+                &out.join("report.json"),
+                &out.join("compare"),
+                args.gate,
+                &config.reports_dir,
+            )?;
+            Ok(own.worst(compared))
+        }
+        None => Ok(own),
+    }
 }
 
 fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {

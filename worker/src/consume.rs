@@ -7,6 +7,7 @@
 //! | the result is stored (or was already: a redelivery) | ack |
 //! | the run was cancelled | ack, without judging |
 //! | the store is unavailable | retried with backoff a few times, then requeue |
+//! | the example's scenario cannot be read (store unavailable) | retried as a store write, then requeue |
 //! | the store refused the result for good, or the run is unknown | reject (dead-letter queue) |
 //! | the run registry cannot be read | requeue |
 //! | a judge API key was rejected | requeue, and this worker stops |
@@ -21,7 +22,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
-use evalfleet_shared::evaluate::Evaluator;
 use evalfleet_shared::queue::{Delivery, Message, WorkQueue};
 use evalfleet_shared::record::{Outcome, ResultRecord};
 use evalfleet_shared::store::{PutOutcome, ResultStore, StoreError};
@@ -142,15 +142,12 @@ async fn consume<Q: WorkQueue, S: ResultStore, R: Runs>(
     runs: &R,
     stats: &WorkerStats,
 ) -> Result<(), WorkerError> {
-    // The evaluator of the last run seen, reused while messages of that run keep coming (it
-    // caches log-analysis scenario files).
-    let mut evaluator: Option<(Arc<Pipeline>, Evaluator)> = None;
     while let Some(delivery) = queue.next().await? {
         if delivery.redelivered() {
             stats.redelivered.fetch_add(1, Ordering::Relaxed);
             metrics().redelivered.inc();
         }
-        let handled = handle(delivery.message(), store, runs, stats, &mut evaluator).await;
+        let handled = handle(delivery.message(), store, runs, stats).await;
         // Settling fails when the channel died under the delivery (a broker restart): the
         // broker redelivers the message, and the store's at-most-once write absorbs it.
         let settled = match &handled {
@@ -175,7 +172,6 @@ async fn handle<S: ResultStore, R: Runs>(
     store: &S,
     runs: &R,
     stats: &WorkerStats,
-    evaluator: &mut Option<(Arc<Pipeline>, Evaluator)>,
 ) -> Result<Settle, WorkerError> {
     let pipeline = match runs.resolve(msg).await {
         Resolution::Evaluate(p) => p,
@@ -189,11 +185,10 @@ async fn handle<S: ResultStore, R: Runs>(
             return Ok(Settle::Requeue);
         }
     };
-    let evaluator = match evaluator {
-        Some((p, e)) if Arc::ptr_eq(p, &pipeline) => e,
-        slot => &mut slot.insert((pipeline.clone(), pipeline.evaluator())).1,
+    let record = match process(&pipeline, store, msg).await {
+        Ok(record) => record,
+        Err(e) => return Ok(store_failed(&e, msg, stats)),
     };
-    let record = process(evaluator, &pipeline.judge, msg).await;
     if let Some(reason) = pipeline.judge.stopped() {
         // The example was not judged: give it back for a worker whose key works.
         return Err(WorkerError::Stopped(reason.to_owned()));
@@ -209,16 +204,21 @@ async fn handle<S: ResultStore, R: Runs>(
             stats.processed.fetch_add(1, Ordering::Relaxed);
             Settle::Ack
         }
-        Err(e) if e.is_transient() => {
-            tracing::warn!(error = %e, message_id = %msg.message_id(), "storing a result failed; requeueing the message");
-            stats.requeued.fetch_add(1, Ordering::Relaxed);
-            Settle::Requeue
-        }
-        Err(e) => {
-            tracing::error!(error = %e, message_id = %msg.message_id(), "the store refused the result; rejecting the message to the dead-letter queue");
-            Settle::Reject
-        }
+        Err(e) => store_failed(&e, msg, stats),
     })
+}
+
+/// How a message is settled when the store failed it: requeued when the error is transient,
+/// dead-lettered otherwise.
+fn store_failed(e: &StoreError, msg: &Message, stats: &WorkerStats) -> Settle {
+    if e.is_transient() {
+        tracing::warn!(error = %e, message_id = %msg.message_id(), "the result store failed; requeueing the message");
+        stats.requeued.fetch_add(1, Ordering::Relaxed);
+        Settle::Requeue
+    } else {
+        tracing::error!(error = %e, message_id = %msg.message_id(), "the result store refused the message; rejecting it to the dead-letter queue");
+        Settle::Reject
+    }
 }
 
 /// Stores a result, retrying transient store errors with backoff (the record is cloned per
@@ -227,17 +227,22 @@ async fn store_result<S: ResultStore>(
     store: &S,
     record: ResultRecord,
 ) -> Result<PutOutcome, StoreError> {
-    let schedule = ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(100))
-        .with_max_delay(Duration::from_secs(5))
-        .with_max_times(STORE_ATTEMPTS - 1);
     (|| store.put(record.clone()))
-        .retry(schedule)
+        .retry(store_retries())
         .when(StoreError::is_transient)
         .notify(|e: &StoreError, wait: Duration| {
             tracing::warn!(error = %e, ?wait, "storing a result failed; retrying");
         })
         .await
+}
+
+/// How a transient store error is retried before the message goes back to the queue: a
+/// requeue counts toward the quorum queue's delivery limit, a short outage should not.
+pub(crate) fn store_retries() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(5))
+        .with_max_times(STORE_ATTEMPTS - 1)
 }
 
 #[cfg(test)]

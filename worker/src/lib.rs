@@ -8,6 +8,7 @@ pub mod http;
 pub mod judge;
 pub mod metrics;
 mod process;
+mod scenarios;
 pub mod service;
 
 use std::sync::atomic::AtomicU64;

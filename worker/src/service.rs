@@ -148,12 +148,7 @@ impl<D: RunDirectory> FleetRuns<D> {
             return Ok(None);
         };
         let judge = self.judge_for(&spec)?;
-        let pipeline = Arc::new(Pipeline {
-            suite: Arc::new(spec.suite.clone()),
-            rules: spec.model_prefixes.clone(),
-            dataset_dir: None,
-            judge,
-        });
+        let pipeline = Arc::new(Pipeline::new(Arc::new(spec.suite.clone()), judge));
         let ctx = Arc::new(RunContext {
             pipeline,
             state: Mutex::new((RunStatus::Running, Instant::now() - STATE_TTL)),

@@ -5,7 +5,7 @@
 //! re-subscribes on the supervisor's next session, and deliveries still buffered from the dead
 //! channel are dropped (they can no longer be acked; the broker redelivers them).
 //!
-//! Poison messages — bodies that are not a v1 [`Message`] — never reach the caller: they are
+//! Poison messages — bodies that are not a current (v2) [`Message`] — never reach the caller: they are
 //! rejected without requeue (so the quorum queue dead-letters them), logged with their
 //! `message_id`, and counted (DESIGN §3, §8).
 //!
@@ -28,6 +28,7 @@ use lapin::types::{FieldTable, ShortString};
 use lapin::{Channel, Consumer};
 use tokio::sync::watch;
 
+use super::acks::AckWindow;
 use super::config::short;
 use super::delivery::AmqpDelivery;
 use super::supervisor::{backoff, Supervisor};
@@ -41,6 +42,9 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 struct Active {
     generation: u64,
     channel: Channel,
+    /// The channel's unacknowledged deliveries (kept when re-subscribing on the same channel:
+    /// delivery tags belong to the channel).
+    window: Arc<AckWindow>,
     consumer: Consumer,
     /// The stream ended after `stop()`: keep the channel open for acks, deliver nothing more.
     ended: bool,
@@ -111,7 +115,8 @@ impl Consuming {
             match active.consumer.next().await {
                 Some(Ok(delivery)) if *stopped.borrow() => give_back(delivery).await,
                 Some(Ok(delivery)) => {
-                    if let Some(found) = self.accept(delivery).await {
+                    let window = active.window.clone();
+                    if let Some(found) = self.accept(delivery, window).await {
                         return Ok(Some(found));
                     }
                 }
@@ -148,8 +153,8 @@ impl Consuming {
         previous: Option<Active>,
     ) -> Result<Option<Active>, AmqpError> {
         let queue = self.queue.to_string();
-        let (generation, channel) = match previous {
-            Some(p) if self.current(&p, sup) => (p.generation, p.channel),
+        let (generation, channel, window) = match previous {
+            Some(p) if self.current(&p, sup) => (p.generation, p.channel, p.window),
             _ => {
                 let session = tokio::select! {
                     s = sup.session(None) => match s {
@@ -169,7 +174,11 @@ impl Consuming {
                     .basic_qos(self.prefetch, BasicQosOptions::default())
                     .await
                     .map_err(AmqpError::broker("set prefetch on", &queue))?;
-                (session.generation, channel)
+                (
+                    session.generation,
+                    channel,
+                    Arc::new(AckWindow::new(self.prefetch)),
+                )
             }
         };
         let consumer = channel
@@ -192,13 +201,18 @@ impl Consuming {
         Ok(Some(Active {
             generation,
             channel,
+            window,
             consumer,
             ended: false,
         }))
     }
 
     /// A decoded delivery, or None after dealing with a dead-channel or poison delivery.
-    async fn accept(&self, delivery: LapinDelivery) -> Option<AmqpDelivery> {
+    async fn accept(
+        &self,
+        delivery: LapinDelivery,
+        window: Arc<AckWindow>,
+    ) -> Option<AmqpDelivery> {
         let message_id = delivery
             .properties
             .message_id()
@@ -212,14 +226,19 @@ impl Consuming {
             return None;
         }
         match decode(&delivery.data) {
-            Ok(message) => Some(AmqpDelivery::new(
-                delivery.acker,
-                message,
-                message_id,
-                delivery.redelivered,
-                delivery.properties.headers().as_ref(),
-                self.queue.clone(),
-            )),
+            Ok(message) => {
+                window.register(delivery.delivery_tag).await;
+                Some(AmqpDelivery::new(
+                    delivery.acker,
+                    delivery.delivery_tag,
+                    window,
+                    message,
+                    message_id,
+                    delivery.redelivered,
+                    delivery.properties.headers().as_ref(),
+                    self.queue.clone(),
+                ))
+            }
             Err(reason) => {
                 let id = message_id.as_deref().unwrap_or("<none>");
                 let rejected = delivery
@@ -295,18 +314,29 @@ async fn give_back(delivery: LapinDelivery) {
     }
 }
 
-/// A v1 message, or why the body is poison.
+/// A message of the current version, or why the body is poison.
 pub(crate) fn decode(body: &[u8]) -> Result<Message, String> {
-    let message: Message =
-        serde_json::from_slice(body).map_err(|e| format!("not a v1 message: {e}"))?;
-    if message.v != Message::VERSION {
-        return Err(format!(
-            "unsupported message version {} (expected {})",
-            message.v,
+    let unsupported = |v: u32| {
+        format!(
+            "unsupported message version {v} (expected {}: drain the queue with the evalfleet that published it)",
             Message::VERSION
-        ));
+        )
+    };
+    match serde_json::from_slice::<Message>(body) {
+        Ok(message) if message.v == Message::VERSION => Ok(message),
+        Ok(message) => Err(unsupported(message.v)),
+        Err(e) => {
+            // Only on the poison path: tell an older message apart from a broken one.
+            #[derive(serde::Deserialize)]
+            struct Versioned {
+                v: u32,
+            }
+            match serde_json::from_slice::<Versioned>(body) {
+                Ok(Versioned { v }) if v != Message::VERSION => Err(unsupported(v)),
+                _ => Err(format!("not a v{} message: {e}", Message::VERSION)),
+            }
+        }
     }
-    Ok(message)
 }
 
 async fn wait_true(rx: &mut watch::Receiver<bool>) {
@@ -323,17 +353,26 @@ mod tests {
     use evalfleet_shared::contract::message;
 
     #[test]
-    fn only_v1_messages_decode() {
+    fn only_current_messages_decode() {
         let good = serde_json::to_vec(&message("r", 1)).expect("json");
         assert_eq!(decode(&good).expect("valid"), message("r", 1));
         assert!(decode(b"{not json")
             .unwrap_err()
-            .contains("not a v1 message"));
+            .contains("not a v2 message"));
         assert!(decode(b"\xff\xfe").is_err());
-        let mut v2 = message("r", 1);
-        v2.v = 2;
-        let v2 = serde_json::to_vec(&v2).expect("json");
-        assert!(decode(&v2).unwrap_err().contains("version 2"));
-        assert!(decode(br#"{"v":1,"run_id":"r"}"#).is_err());
+        let mut v3 = message("r", 1);
+        v3.v = 3;
+        let v3 = serde_json::to_vec(&v3).expect("json");
+        assert!(decode(&v3).unwrap_err().contains("version 3"));
+        // A v1 message carried the raw record: refused with its version, not as broken JSON.
+        let v1 = br#"{"v":1,"run_id":"r","index":0,"suite":"support-judge","example":{"id":"a"}}"#;
+        assert!(
+            decode(v1).unwrap_err().contains("version 1"),
+            "{:?}",
+            decode(v1)
+        );
+        assert!(decode(br#"{"v":2,"run_id":"r"}"#)
+            .unwrap_err()
+            .contains("not a v2 message"));
     }
 }

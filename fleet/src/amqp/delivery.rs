@@ -1,6 +1,7 @@
 //! One delivered example and the means to settle it (ack, requeue, reject).
 //!
-//! Settling goes through the channel the message arrived on. If that channel has died (the
+//! Settling goes through the channel the message arrived on, and through its [`AckWindow`],
+//! which sends acks of consecutive deliveries as one frame. If that channel has died (the
 //! connection was lost), the message can no longer be settled from here: the broker has
 //! already put it back for redelivery, so every settle then returns an error instead of
 //! pretending — and never blocks for longer than [`SETTLE_TIMEOUT`].
@@ -9,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use evalfleet_shared::queue::{Delivery, Message, QueueError};
-use lapin::options::{BasicAckOptions, BasicNackOptions, BasicRejectOptions};
+use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::Acker;
 
+use super::acks::AckWindow;
 use super::AmqpError;
 
 /// Longest wait for an ack, nack or reject to be handed to the connection.
@@ -21,6 +23,8 @@ pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// A delivered, decoded example.
 pub struct AmqpDelivery {
     acker: Acker,
+    tag: u64,
+    window: Arc<AckWindow>,
     message: Message,
     message_id: String,
     redelivered: bool,
@@ -29,8 +33,11 @@ pub struct AmqpDelivery {
 }
 
 impl AmqpDelivery {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         acker: Acker,
+        tag: u64,
+        window: Arc<AckWindow>,
         message: Message,
         message_id: Option<String>,
         redelivered_flag: bool,
@@ -40,6 +47,8 @@ impl AmqpDelivery {
         let delivery_count = headers.and_then(|h| header_u64(h, "x-delivery-count"));
         AmqpDelivery {
             acker,
+            tag,
+            window,
             message_id: message_id.unwrap_or_else(|| message.message_id()),
             message,
             redelivered: redelivered_flag || delivery_count.is_some_and(|n| n > 0),
@@ -115,20 +124,22 @@ impl Delivery for AmqpDelivery {
     }
 
     async fn ack(self) -> Result<(), QueueError> {
-        let fut = self.acker.ack(BasicAckOptions::default());
+        let fut = self.window.ack(self.tag, self.acker.clone());
         Ok(self.settle("ack", fut).await?)
     }
 
     async fn requeue(self) -> Result<(), QueueError> {
-        let fut = self.acker.nack(BasicNackOptions {
+        let nack = self.acker.nack(BasicNackOptions {
             multiple: false,
             requeue: true,
         });
+        let fut = self.window.settle_alone(self.tag, nack);
         Ok(self.settle("requeue", fut).await?)
     }
 
     async fn reject(self) -> Result<(), QueueError> {
-        let fut = self.acker.reject(BasicRejectOptions { requeue: false });
+        let reject = self.acker.reject(BasicRejectOptions { requeue: false });
+        let fut = self.window.settle_alone(self.tag, reject);
         Ok(self.settle("reject", fut).await?)
     }
 }

@@ -12,6 +12,7 @@
 //! Built on lapin with rustls (ring). lapin's own auto-recovery is not used: recovery has to
 //! know what our unconfirmed publishes and unacked deliveries mean.
 
+mod acks;
 mod config;
 mod consume;
 mod delivery;

@@ -2,7 +2,7 @@
 //!
 //! A batch is written whole and its confirms are then awaited together — one round trip per
 //! batch, not per message. Each message is persistent JSON with `message_id = <run_id>/<index>`,
-//! `correlation_id = <run_id>` and `type = example.v1`, and is published `mandatory`, so a
+//! `correlation_id = <run_id>` and `type = example.v2`, and is published `mandatory`, so a
 //! message the broker could not route comes back as an error instead of vanishing.
 //!
 //! Whether a failed batch is retried is the caller's business ([`PublishFailure`] says which
@@ -19,8 +19,8 @@ use lapin::{BasicProperties, Channel, Confirmation};
 use super::config::short;
 use super::AmqpError;
 
-/// The AMQP `type` of a v1 example message.
-pub const MESSAGE_TYPE: &str = "example.v1";
+/// The AMQP `type` of an example message (v2: the example typed by the producer).
+pub const MESSAGE_TYPE: &str = "example.v2";
 pub const CONTENT_TYPE: &str = "application/json";
 const PERSISTENT: u8 = 2;
 
@@ -143,7 +143,7 @@ mod tests {
             p.correlation_id().as_ref().map(|s| s.as_str()),
             Some("run-1")
         );
-        assert_eq!(p.kind().as_ref().map(|s| s.as_str()), Some("example.v1"));
+        assert_eq!(p.kind().as_ref().map(|s| s.as_str()), Some("example.v2"));
         assert_eq!(
             p.content_type().as_ref().map(|s| s.as_str()),
             Some("application/json")

@@ -76,11 +76,17 @@ impl RedisError {
 /// consumer that only sees the trait retries exactly what is worth retrying.
 impl From<RedisError> for StoreError {
     fn from(e: RedisError) -> StoreError {
-        if e.is_transient() {
-            StoreError::Unavailable(e.to_string())
-        } else {
-            StoreError::Backend(e.to_string())
-        }
+        store_error(&e)
+    }
+}
+
+/// The store seam's view of an adapter error: transient ones stay transient. By reference, for
+/// an error that fails several callers at once (a group commit).
+pub(crate) fn store_error(e: &RedisError) -> StoreError {
+    if e.is_transient() {
+        StoreError::Unavailable(e.to_string())
+    } else {
+        StoreError::Backend(e.to_string())
     }
 }
 

@@ -27,6 +27,8 @@ pub struct Event {
     pub index: u64,
     /// None when the entry's record JSON is unreadable (logged); ack it all the same.
     pub record: Option<ResultRecord>,
+    /// The record as stored (JSON), for an aggregator that keeps the records it folds.
+    pub json: Vec<u8>,
 }
 
 pub struct EventStream {
@@ -182,14 +184,13 @@ impl EventStream {
     fn event(&self, entry: StreamId) -> Event {
         let run_id: Option<String> = entry.get("run");
         let index: Option<u64> = entry.get("index");
-        let record = entry.get::<Vec<u8>>("record").and_then(|bytes| {
-            serde_json::from_slice::<ResultRecord>(&bytes)
-                .map_err(|e| {
-                    tracing::error!(stream = %self.key, entry = %entry.id, error = %e,
-                        "unreadable result record in event")
-                })
-                .ok()
-        });
+        let json: Vec<u8> = entry.get("record").unwrap_or_default();
+        let record = serde_json::from_slice::<ResultRecord>(&json)
+            .map_err(|e| {
+                tracing::error!(stream = %self.key, entry = %entry.id, error = %e,
+                    "unreadable result record in event")
+            })
+            .ok();
         if run_id.is_none() || index.is_none() {
             tracing::error!(stream = %self.key, entry = %entry.id, "event without run or index");
         }
@@ -199,6 +200,7 @@ impl EventStream {
                 .unwrap_or_default(),
             index: index.or(record.as_ref().map(|r| r.index)).unwrap_or(0),
             record,
+            json,
             id: entry.id,
         }
     }

@@ -28,14 +28,14 @@ impl Keys {
         format!("{}run:{id}", self.prefix)
     }
 
-    /// `run:{id}:<part>`: spec, results, counts, failed, summary, report_lock.
+    /// `run:{id}:<part>`: spec, results, counts, failed, summary, scenarios, report_lock.
     pub(crate) fn run_part(&self, id: &str, part: &str) -> String {
         format!("{}run:{id}:{part}", self.prefix)
     }
 
     /// Every key of a run that the retention TTL applies to, in the order the status script
-    /// expects: run, spec, results, counts, failed, summary.
-    pub(crate) fn run_keys(&self, id: &str) -> [String; 6] {
+    /// expects: run, spec, results, counts, failed, summary, scenarios.
+    pub(crate) fn run_keys(&self, id: &str) -> [String; 7] {
         [
             self.run(id),
             self.run_part(id, "spec"),
@@ -43,6 +43,7 @@ impl Keys {
             self.run_part(id, "counts"),
             self.run_part(id, "failed"),
             self.run_part(id, "summary"),
+            self.run_part(id, "scenarios"),
         ]
     }
 
@@ -93,5 +94,6 @@ mod tests {
             "evalfleet:ratelimit:openai:rpm:pause"
         );
         assert_eq!(k.run_keys("x")[5], "evalfleet:run:x:summary");
+        assert_eq!(k.run_keys("x")[6], "evalfleet:run:x:scenarios");
     }
 }

@@ -13,6 +13,7 @@
 //! | `run:{id}:counts` | hash | ok, failed, skipped |
 //! | `run:{id}:failed` | hash | index → message JSON of failed examples (for `retry`) |
 //! | `run:{id}:summary` | string | summary.md of the finished run |
+//! | `run:{id}:scenarios` | hash | SHA-256 digest → log-analysis scenario JSON (stored once per run) |
 //! | `run:{id}:report_lock` | string | owner of the report being written (PX) |
 //! | `runs` | sorted set | run ids by creation time (unix ms) |
 //! | `events` | stream | `run`, `index`, `record` per stored result |
@@ -24,6 +25,7 @@
 mod error;
 mod events;
 mod failed;
+mod group_commit;
 mod items;
 mod judge_cache;
 mod keys;

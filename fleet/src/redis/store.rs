@@ -3,13 +3,14 @@
 //! `put` is one Lua script (`lua/put.lua`) keyed on the example's index: HSETNX the record, and
 //! only if it was new, count its outcome and XADD its event. Redis runs a script atomically, so a
 //! message redelivered after a worker crash (or delivered twice to two workers) is stored,
-//! counted and announced exactly once — DESIGN §8's "none is counted twice".
+//! counted and announced exactly once — DESIGN §8's "none is counted twice". Results a process
+//! stores concurrently share script calls ([`super::group_commit`]).
 //!
 //! One [`ConnectionManager`] (a multiplexed connection that reconnects by itself after a Redis
 //! restart) is shared by all clones of the store; an operation that fails during an outage
 //! returns a transient error and the caller retries.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
@@ -19,6 +20,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 
 use super::error::{cmd_err, redact_url, transient, RedisError};
+use super::group_commit::GroupCommit;
 use super::keys::Keys;
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/put.lua")));
@@ -58,6 +60,17 @@ pub struct RedisStore {
     pub(crate) keys: Keys,
     pub(crate) retention: Duration,
     pub(crate) url: Arc<str>,
+    events_maxlen: u64,
+    /// The result writer of this store and its clones, started by the first `put`.
+    commit: Arc<OnceLock<GroupCommit>>,
+}
+
+/// What writing results needs, apart from the store: the group commit's writer task owns one, so
+/// that it ends when the last store clone is dropped.
+pub(crate) struct Writer {
+    conn: ConnectionManager,
+    keys: Keys,
+    retention: Duration,
     events_maxlen: u64,
 }
 
@@ -139,6 +152,7 @@ impl RedisStore {
             retention: cfg.retention,
             url: url.into(),
             events_maxlen: EVENTS_MAXLEN,
+            commit: Arc::default(),
         })
     }
 
@@ -153,36 +167,24 @@ impl RedisStore {
         self.keys.prefix()
     }
 
-    /// [`ResultStore::put`] with the adapter's own error, whose
+    /// One result in its own script call, with the adapter's own error, whose
     /// [`is_transient`](RedisError::is_transient) tells a worker to requeue rather than
-    /// dead-letter.
+    /// dead-letter. [`ResultStore::put`] shares calls between concurrent results instead.
     pub async fn put_record(&self, rec: &ResultRecord) -> Result<PutOutcome, RedisError> {
-        let results = self.keys.run_part(&rec.run_id, "results");
-        let json = serde_json::to_string(rec).map_err(|e| RedisError::Data {
-            op: "put",
-            key: results.clone(),
-            message: format!("record {} does not serialise: {e}", rec.index),
-        })?;
-        let retention_ms = self.retention.as_millis() as u64;
-        let stored: i64 = PUT
-            .key(&results)
-            .key(self.keys.run_part(&rec.run_id, "counts"))
-            .key(self.keys.events())
-            .key(self.keys.run(&rec.run_id))
-            .arg(rec.index)
-            .arg(json)
-            .arg(rec.outcome.as_str())
-            .arg(&rec.run_id)
-            .arg(self.events_maxlen)
-            .arg(retention_ms)
-            .invoke_async(&mut self.conn.clone())
-            .await
-            .map_err(cmd_err("put (EVALSHA put.lua)", &results))?;
-        Ok(if stored == 1 {
-            PutOutcome::Stored
-        } else {
-            PutOutcome::AlreadyStored
-        })
+        let mut outcomes = self
+            .writer()
+            .put_records(&rec.run_id, std::slice::from_ref(rec))
+            .await?;
+        Ok(outcomes.pop().unwrap_or(PutOutcome::AlreadyStored))
+    }
+
+    fn writer(&self) -> Writer {
+        Writer {
+            conn: self.conn.clone(),
+            keys: self.keys.clone(),
+            retention: self.retention,
+            events_maxlen: self.events_maxlen,
+        }
     }
 
     /// The outcome counts of a run (zeros for an unknown run).
@@ -233,6 +235,58 @@ impl RedisStore {
     }
 }
 
+impl Writer {
+    /// Stores results of run `run` in one script call; one outcome per record, in order.
+    pub(crate) async fn put_records(
+        &self,
+        run: &str,
+        records: &[ResultRecord],
+    ) -> Result<Vec<PutOutcome>, RedisError> {
+        let results = self.keys.run_part(run, "results");
+        let mut call = PUT.prepare_invoke();
+        call.key(&results)
+            .key(self.keys.run_part(run, "counts"))
+            .key(self.keys.events())
+            .key(self.keys.run(run))
+            .arg(run)
+            .arg(self.events_maxlen)
+            .arg(self.retention.as_millis() as u64);
+        for rec in records {
+            let json = serde_json::to_string(rec).map_err(|e| RedisError::Data {
+                op: "put",
+                key: results.clone(),
+                message: format!("record {} does not serialise: {e}", rec.index),
+            })?;
+            call.arg(rec.index).arg(json).arg(rec.outcome.as_str());
+        }
+        let stored: Vec<i64> = call
+            .invoke_async(&mut self.conn.clone())
+            .await
+            .map_err(cmd_err("put (EVALSHA put.lua)", &results))?;
+        if stored.len() != records.len() {
+            return Err(RedisError::Data {
+                op: "put",
+                key: results,
+                message: format!(
+                    "put.lua answered {} outcomes for {} results",
+                    stored.len(),
+                    records.len()
+                ),
+            });
+        }
+        Ok(stored
+            .into_iter()
+            .map(|s| {
+                if s == 1 {
+                    PutOutcome::Stored
+                } else {
+                    PutOutcome::AlreadyStored
+                }
+            })
+            .collect())
+    }
+}
+
 /// Escapes the glob characters of a literal prefix for SCAN MATCH.
 fn glob_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -247,7 +301,10 @@ fn glob_escape(s: &str) -> String {
 
 impl ResultStore for RedisStore {
     async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
-        self.put_record(&rec).await.map_err(StoreError::from)
+        self.commit
+            .get_or_init(|| GroupCommit::start(self.writer()))
+            .put(rec)
+            .await
     }
 
     async fn counts(&self, run_id: &str) -> Result<Counts, StoreError> {
@@ -258,6 +315,30 @@ impl ResultStore for RedisStore {
         RedisStore::stored(self, run_id, indices)
             .await
             .map_err(StoreError::from)
+    }
+
+    /// HSETNX `run:{id}:scenarios` digest → JSON; the run's retention applies to it as to its
+    /// other keys.
+    async fn put_scenario(&self, run_id: &str, digest: &str, json: &str) -> Result<(), StoreError> {
+        let key = self.keys.run_part(run_id, "scenarios");
+        redis::cmd("HSETNX")
+            .arg(&key)
+            .arg(digest)
+            .arg(json)
+            .query_async::<i64>(&mut self.conn.clone())
+            .await
+            .map_err(cmd_err("HSETNX", &key))?;
+        Ok(())
+    }
+
+    async fn scenario(&self, run_id: &str, digest: &str) -> Result<Option<String>, StoreError> {
+        let key = self.keys.run_part(run_id, "scenarios");
+        Ok(redis::cmd("HGET")
+            .arg(&key)
+            .arg(digest)
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(cmd_err("HGET", &key))?)
     }
 }
 

@@ -14,7 +14,7 @@ use crate::routing::ProviderRules;
 use crate::suite::Grouping;
 
 /// A validated record of a custom suite.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CustomExample {
     pub id: String,
     /// The declared fields' values, in declaration order; None = absent (an optional field that

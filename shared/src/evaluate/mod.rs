@@ -8,14 +8,17 @@
 mod finish;
 mod heuristic;
 mod validate;
+#[cfg(test)]
+mod wire_tests;
 
 use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use crate::custom::{CustomExample, CustomSuite};
+use crate::custom::{text_of, CustomExample, CustomSuite};
 use crate::loganalysis::{self, LogExample, ScenarioCache};
 use crate::rag::{self, RagExample};
 use crate::record::Group;
@@ -23,12 +26,17 @@ use crate::routing::ProviderRules;
 use crate::suite::{Dimension, Suite, SuiteKind};
 use crate::support::{self, SupportExample};
 
-pub use finish::{Effort, Verdicts};
+pub use finish::{finish, Effort, Verdicts};
 pub use heuristic::heuristic_verdict;
 pub use validate::{Checked, Validator};
 
 /// A validated example of one of the three built-in suites or of a custom suite.
-#[derive(Debug, Clone)]
+///
+/// The producer validates each record once and the message carries this typed form
+/// (`{"support": {...}}`, `{"rag": ...}`, `{"log": ...}`, `{"custom": ...}`): a worker
+/// deserialises it and never validates raw JSON again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Example {
     Support(SupportExample),
     Rag(Box<RagExample>),
@@ -74,6 +82,41 @@ impl Example {
         }
     }
 
+    /// The texts a person looks at first when reading this example's result (what the judges
+    /// read), each cut to [`INPUT_CHARS`] characters: the report viewer shows them beside the
+    /// verdicts; the dataset keeps the full texts.
+    pub fn inputs(&self, suite: &Suite) -> Map<String, Value> {
+        let texts: Vec<(&str, Cow<'_, str>)> = match self {
+            Example::Support(e) => vec![
+                ("ticket", e.ticket.as_str().into()),
+                ("response", e.response.as_str().into()),
+            ],
+            Example::Rag(e) => {
+                let trace = e.trace.as_ref();
+                let answer = trace.and_then(|t| t.answer.as_deref()).unwrap_or("");
+                let context = trace.and_then(|t| t.context.as_deref()).unwrap_or("");
+                vec![
+                    ("question", e.question.as_str().into()),
+                    ("answer", answer.into()),
+                    ("context", context.into()),
+                ]
+            }
+            Example::Log(e) => vec![("output", e.output.as_str().into())],
+            Example::Custom(e) => match suite.custom.as_deref() {
+                Some(custom) => custom
+                    .columns()
+                    .zip(&e.values)
+                    .filter_map(|((name, _), v)| Some((name, text_of(v.as_ref()?))))
+                    .collect(),
+                None => Vec::new(),
+            },
+        };
+        texts
+            .into_iter()
+            .map(|(name, text)| (name.to_owned(), Value::String(cut(&text, INPUT_CHARS))))
+            .collect()
+    }
+
     /// The provider that produced the judged response, when the example names a model.
     pub fn response_provider(&self) -> Option<&str> {
         match self {
@@ -81,6 +124,17 @@ impl Example {
             Example::Custom(e) => e.provider.as_deref(),
             _ => None,
         }
+    }
+}
+
+/// How much of each input text a result record keeps (see [`Example::inputs`]).
+pub const INPUT_CHARS: usize = 2000;
+
+/// `text`, or its first `max` characters and an ellipsis.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
 }
 
@@ -167,8 +221,8 @@ pub fn judge_tasks<'a>(suite: &'a Suite, example: &'a Example) -> Vec<JudgeTask<
         .collect()
 }
 
-/// Types records of one suite. Holds the provider rules and, for log-analysis, the scenario
-/// files already read.
+/// Types records of one suite (the producer's job). Holds the provider rules and, for
+/// log-analysis, the scenario files already read.
 pub struct Evaluator {
     pub suite: Arc<Suite>,
     rules: ProviderRules,

@@ -11,16 +11,16 @@ use crate::dataset::{Position, RawRecord};
 
 use serde_json::Value;
 
-use super::Evaluator;
+use super::{Evaluator, Example};
 
 /// A record after validation.
 #[derive(Debug)]
 pub enum Checked {
-    /// A valid record, kept as the JSON the queue carries (workers type it again).
+    /// A valid record in its typed form, which the queue carries to the workers.
     Valid {
         ordinal: u64,
         position: Position,
-        value: Value,
+        example: Example,
     },
     Skipped {
         ordinal: u64,
@@ -73,7 +73,7 @@ impl Validator {
                     Checked::Valid {
                         ordinal,
                         position,
-                        value,
+                        example,
                     }
                 } else {
                     let id = example.id().to_owned();

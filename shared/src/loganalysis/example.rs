@@ -2,26 +2,30 @@
 //!
 //! A dataset of 10^6 agent runs usually covers a handful of scenarios, so a record may name its
 //! ground truth by a path relative to the dataset; [`ScenarioCache`] reads each such file once
-//! and hands out shared [`Arc`]s. Validation reports the first problem only, with the stable
+//! and hands out shared [`ScenarioRef`]s (digested once per file). Validation reports the first problem only, with the stable
 //! messages of the support-judge loader, so `evalfleet validate` reads the same across suites.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::scenario::Scenario;
+use super::scenario_ref::ScenarioRef;
 use crate::field::{required_string, Blank};
 
-/// A validated record: `{id, scenario, output, config?, model?}`.
-#[derive(Debug, Clone)]
+/// A validated record: `{id, scenario, output, config?, model?}`. On the wire the scenario is
+/// its digest (see [`ScenarioRef`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LogExample {
     pub id: String,
-    pub scenario: Arc<Scenario>,
+    pub scenario: ScenarioRef,
     pub output: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
 }
 
@@ -31,7 +35,7 @@ pub struct LogExample {
 #[derive(Debug, Default)]
 pub struct ScenarioCache {
     base_dir: Option<PathBuf>,
-    loaded: HashMap<PathBuf, Result<Arc<Scenario>, String>>,
+    loaded: HashMap<PathBuf, Result<ScenarioRef, String>>,
 }
 
 impl ScenarioCache {
@@ -44,7 +48,7 @@ impl ScenarioCache {
     }
 
     /// The scenario at `rel` (as written in the record), read and parsed on first use.
-    pub fn load(&mut self, rel: &str) -> Result<Arc<Scenario>, String> {
+    pub fn load(&mut self, rel: &str) -> Result<ScenarioRef, String> {
         let path = match &self.base_dir {
             Some(dir) => dir.join(rel),
             None => PathBuf::from(rel),
@@ -55,7 +59,7 @@ impl ScenarioCache {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("Cannot read scenario '{rel}': {e}"))?;
                 serde_json::from_str::<Scenario>(&text)
-                    .map(Arc::new)
+                    .map(|s| ScenarioRef::new(Arc::new(s)))
                     .map_err(|e| {
                         if e.is_data() {
                             format!("Scenario '{rel}' is not a valid scenario: {e}")
@@ -89,7 +93,9 @@ pub fn parse_example(value: &Value, cache: &mut ScenarioCache) -> Result<LogExam
         None => return Err("Missing 'scenario' field".into()),
         Some(Value::Object(_)) => {
             let v = &obj["scenario"];
-            Arc::new(Scenario::deserialize(v).map_err(|e| format!("'scenario' is not valid: {e}"))?)
+            let scenario =
+                Scenario::deserialize(v).map_err(|e| format!("'scenario' is not valid: {e}"))?;
+            ScenarioRef::new(Arc::new(scenario))
         }
         Some(Value::String(path)) if path.trim().is_empty() => {
             return Err("'scenario' is empty".into())
@@ -198,9 +204,10 @@ mod tests {
         let rec = |i: u32| json!({"id": format!("e{i}"), "scenario": "gt/s.json", "output": "x"});
         let a = parse_example(&rec(1), &mut cache).unwrap();
         let b = parse_example(&rec(2), &mut cache).unwrap();
-        assert!(Arc::ptr_eq(&a.scenario, &b.scenario));
+        let (sa, sb) = (a.scenario.get().unwrap(), b.scenario.get().unwrap());
+        assert!(Arc::ptr_eq(sa, sb));
         assert_eq!(cache.len(), 1);
-        assert_eq!(a.scenario.metrics.len(), 1);
+        assert_eq!(sa.metrics.len(), 1);
 
         let err = |path: &str, cache: &mut ScenarioCache| {
             parse_example(&json!({"id": "x", "scenario": path, "output": ""}), cache).unwrap_err()

@@ -23,7 +23,8 @@ const S002_BAD: &str =
     "seed-data/explainagents/scenario_002_image_cache_warnings_erroneous_timeline.json";
 
 fn load(rel: &str) -> std::sync::Arc<Scenario> {
-    ScenarioCache::new(Some(fixtures_dir())).load(rel).unwrap()
+    let loaded = ScenarioCache::new(Some(fixtures_dir())).load(rel).unwrap();
+    loaded.get().expect("a loaded scenario").clone()
 }
 
 #[track_caller]
@@ -234,7 +235,10 @@ fn scenario_002_and_its_erroneous_timeline_via_the_cache() {
     let bad = parse_example(&record("b", S002_BAD, S002_STRUCTURED), &mut cache).unwrap();
     let prose = parse_example(&record("c", S002, S002_FREEFORM), &mut cache).unwrap();
     assert_eq!(cache.len(), 2);
-    assert!(std::sync::Arc::ptr_eq(&good.scenario, &prose.scenario));
+    assert!(std::sync::Arc::ptr_eq(
+        good.scenario.get().unwrap(),
+        prose.scenario.get().unwrap()
+    ));
 
     // Events: both ground-truth events match (no ids), the third agent event is extra.
     //   recall 1, precision 2/3, F1 = 2·2/(3+2) = 0.8, weighted (1 + 0.7)/2 = 0.85,
@@ -246,7 +250,7 @@ fn scenario_002_and_its_erroneous_timeline_via_the_cache() {
     // Anomalies: "Recurring Warning" = recurring_warning; state_mismatch missing → 0.5.
     // Compliance DEGRADED = DEGRADED. comprehensiveness = 0.3 + 0.2 + 0.2·5/6 + 0.3·0.5.
     let comprehensive = 0.3 + 0.2 + 0.2 * 5.0 / 6.0 + 0.15;
-    let e = evaluate(&good.scenario, &good.output);
+    let e = evaluate(good.scenario.get().unwrap(), &good.output);
     assert_metrics(
         &e,
         [
@@ -269,7 +273,7 @@ fn scenario_002_and_its_erroneous_timeline_via_the_cache() {
     // Erroneous timeline: [1st, injected, 3rd, 2nd, 4th, power]. "2nd occurrence" shares 5 of
     // 6 words with "3rd occurrence" and takes it (first unused ≥ 0.5), "3rd" takes "2nd":
     // indices [0,2,3,4,5] still increase → 1.0, but only 5 of the 6 entries → LIS 5/6.
-    let e_bad = evaluate(&bad.scenario, &bad.output);
+    let e_bad = evaluate(bad.scenario.get().unwrap(), &bad.output);
     assert_eq!(
         e_bad.details["timeline"]["matched_indices"],
         json!([0, 2, 3, 4, 5])
@@ -286,7 +290,7 @@ fn scenario_002_and_its_erroneous_timeline_via_the_cache() {
     //   absent → 5/6. anomalies: "warning" is both a type word and a generic word, "state" +
     //   generic → 2/2. compliance: "degraded" → right.
     //   comprehensiveness = 0.3·0.5 + 0 + 0.2·5/6 + 0.3·1.
-    let e = evaluate(&prose.scenario, &prose.output);
+    let e = evaluate(prose.scenario.get().unwrap(), &prose.output);
     assert_metrics(
         &e,
         [

@@ -16,6 +16,7 @@ mod metrics_match;
 mod parse;
 mod prose;
 mod scenario;
+mod scenario_ref;
 mod schema;
 mod timeline;
 mod timestamps;
@@ -29,6 +30,7 @@ use serde_json::{json, Value};
 pub use example::{parse_example, LogExample, ScenarioCache};
 pub use parse::parse_structured_output;
 pub use scenario::{GtAnomaly, GtEvent, GtIntent, GtTimelineEntry, MetricValue, Scenario};
+pub use scenario_ref::{canonical_json, load_stored, ScenarioRef};
 pub use schema::{
     AgentAnomaly, AgentEvent, AgentTimelineEntry, ComplianceStatus, Confidence, ParsedOutput,
 };

@@ -7,28 +7,39 @@
 //! a ground-truth file that does not say what the metrics need is rejected at load time instead
 //! of silently scoring every agent 0.
 
-use serde::{de, Deserialize, Deserializer};
+use serde::ser::SerializeMap;
+use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-/// One scenario's ground truth (DESIGN §2.3).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// One scenario's ground truth (DESIGN §2.3). It serialises to the typed sections only, in a
+/// form that reads back to the same value: the fleet stores that form once per run, keyed by
+/// its digest (see [`super::ScenarioRef`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
     #[serde(default, deserialize_with = "null_as_default")]
     pub key_events: Vec<GtEvent>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub timeline: Vec<GtTimelineEntry>,
     /// Named metrics in file order (`serde_json` keeps object order in this workspace).
-    #[serde(default, deserialize_with = "metric_map")]
+    #[serde(
+        default,
+        deserialize_with = "metric_map",
+        serialize_with = "ordered_map"
+    )]
     pub metrics: Vec<(String, MetricValue)>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub anomalies: Vec<GtAnomaly>,
     /// Compliance intents in file order: `{intent_name: {status, ...}}`.
-    #[serde(default, deserialize_with = "intent_map")]
+    #[serde(
+        default,
+        deserialize_with = "intent_map",
+        serialize_with = "ordered_map"
+    )]
     pub compliance_evaluation: Vec<(String, GtIntent)>,
 }
 
 /// A key event the agent should detect.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GtEvent {
     pub event_type: String,
     #[serde(default)]
@@ -40,7 +51,7 @@ pub struct GtEvent {
 }
 
 /// One ground-truth timeline entry, in chronological order.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GtTimelineEntry {
     #[serde(default)]
     pub time: Option<String>,
@@ -48,7 +59,7 @@ pub struct GtTimelineEntry {
 }
 
 /// An anomaly the agent should report.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GtAnomaly {
     #[serde(rename = "type")]
     pub anomaly_type: String,
@@ -57,13 +68,14 @@ pub struct GtAnomaly {
 }
 
 /// One compliance intent: only its expected `status` is scored.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GtIntent {
     pub status: String,
 }
 
 /// A metric value on either side: a number, or a text (a numeric text compares as a number).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
 pub enum MetricValue {
     Number(f64),
     Text(String),
@@ -109,6 +121,18 @@ pub(crate) fn parse_numeric_text(s: &str) -> Option<f64> {
     } else {
         None
     }
+}
+
+/// `[(name, value)]` → `{name: value}`, in order.
+fn ordered_map<S: Serializer, V: Serialize>(
+    entries: &[(String, V)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(entries.len()))?;
+    for (name, value) in entries {
+        map.serialize_entry(name, value)?;
+    }
+    map.end()
 }
 
 fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
@@ -192,6 +216,22 @@ mod tests {
         let e = serde_json::from_str::<Scenario>(r#"{"key_events": [{"timestamp": "t"}]}"#)
             .unwrap_err();
         assert!(e.to_string().contains("event_type"), "{e}");
+    }
+
+    #[test]
+    fn the_serialised_form_reads_back_to_the_same_scenario() {
+        let s: Scenario = serde_json::from_value(json!({
+            "key_events": [{"event_type": "vm_started", "instance_id": "i-1", "timestamp": "t"}],
+            "timeline": [{"time": "00:01", "event": "boot"}, {"event": "ready"}],
+            "metrics": {"z": 1, "a": "x", "m": 2.5, "n": -0.0},
+            "anomalies": [{"type": "latency", "description": "slow"}],
+            "compliance_evaluation": {"b": {"status": "DEGRADED"}, "a": {"status": "COMPLIANT"}},
+            "evidence": "ignored"
+        }))
+        .unwrap();
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(!text.contains("evidence"), "{text}");
+        assert_eq!(serde_json::from_str::<Scenario>(&text).unwrap(), s);
     }
 
     #[test]

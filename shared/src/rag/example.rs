@@ -7,11 +7,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One dataset record: the question, its gold evidence, grouping metadata and the system's trace.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RagExample {
     pub id: String,
     pub question: String,
@@ -23,7 +23,7 @@ pub struct RagExample {
 }
 
 /// Gold evidence; lists are sets (order and repeats are irrelevant to every metric).
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Gold {
     /// `None` = absent (L5 then scores 1.0 and marks `gold_absent`); `Some("")` is a real answer.
     pub answer: Option<String>,
@@ -39,7 +39,7 @@ pub struct Gold {
 }
 
 /// Grouping metadata; fields other than the three named ones are kept in `extra`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Metadata {
     /// Selects the L2/L3 formula and gates (default `true`).
     pub requires_kg: bool,
@@ -61,7 +61,7 @@ impl Default for Metadata {
 }
 
 /// The system's recorded output for one question. `Trace::default()` is "returned nothing".
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Trace {
     pub entities: Vec<String>,
     pub concepts: Vec<String>,
@@ -87,7 +87,7 @@ pub struct Trace {
 }
 
 /// Token usage and cost the system reported for producing the trace.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,

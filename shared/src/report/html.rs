@@ -1,20 +1,25 @@
-//! `report.html`: one self-contained page (inline CSS and SVG, no script, no network) with the
-//! charts people look at first: score distributions per model and prompt version, pass rates
-//! per group, and failure reasons. Its size depends on the number of groups, never on the
-//! number of examples.
+//! `report.html`: one self-contained page (inline CSS, SVG and script, no network) that people
+//! would rather look at than read: the run's verdict, group comparisons as heatmaps, score
+//! distributions, failure reasons and metrics from the aggregates, and an item browser
+//! ([`super::viewer`]) over the run's items, capped so the page stays fast at any run size.
 
 use crate::aggregate::{Hist, RunAggregator};
 use crate::suite::Suite;
 
 use super::junit::escape;
-use super::{group_key, recommendations, ReportError, ReportInput, Sink};
+use super::{heatmap, recommendations, viewer, ReportError, ReportInput, Sink};
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1f2328;padding:0 1rem}\
 h1{font-size:1.5rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}\
 .meta{color:#57606a}.cards{display:flex;gap:1rem;flex-wrap:wrap;margin:1rem 0}.card{border:1px solid #d0d7de;border-radius:8px;padding:.7rem 1rem;min-width:150px}\
 .card b{display:block;font-size:1.4rem}.pass{color:#1a7f37}.fail{color:#cf222e}table{border-collapse:collapse;margin:.5rem 0}\
 td,th{border:1px solid #d0d7de;padding:.25rem .6rem;text-align:left}th{background:#f6f8fa}.charts{display:flex;flex-wrap:wrap;gap:1.5rem}\
-figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}svg text{font-size:11px;fill:#1f2328}";
+figure{margin:0}figcaption{font-weight:600;margin-bottom:.3rem}svg text{font-size:11px;fill:#1f2328}\
+.heatmaps{display:flex;flex-wrap:wrap;gap:1.5rem}table.heatmap caption{font-weight:600;text-align:left;padding-bottom:.3rem}td.hm{text-align:right;font-variant-numeric:tabular-nums}td.none{color:#8c959f}\
+.note{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:.4rem .7rem}#controls{display:flex;flex-wrap:wrap;gap:.5rem;margin:.5rem 0}#controls input{min-width:16rem}\
+.scroll{overflow-x:auto}#items-table th{cursor:pointer;white-space:nowrap}#items-table tr.item{cursor:pointer}#items-table tr.item:hover{background:#f6f8fa}tr.failing td:nth-child(3){color:#cf222e}\
+#detail{position:fixed;top:0;right:0;width:min(560px,100%);height:100%;overflow:auto;background:#fff;border-left:1px solid #d0d7de;box-shadow:-4px 0 12px rgba(0,0,0,.08);padding:1rem 1.2rem}\
+#detail pre{white-space:pre-wrap;background:#f6f8fa;padding:.5rem;border-radius:6px;max-height:18rem;overflow:auto}#detail .reasoning{margin-top:.2rem}#close{float:right}";
 
 const BAR: &str = "#0969da";
 const BAD: &str = "#cf222e";
@@ -26,7 +31,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     let mut h = String::with_capacity(64 * 1024);
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     h.push_str(&format!(
-        "<title>evalfleet · {} · {}</title><style>{STYLE}</style></head><body>\n",
+        "<title>evalfleet · {} · {}</title><style>{STYLE}</style><script>window.__viewerErrors=[];addEventListener(\"error\",function(e){{window.__viewerErrors.push(String(e.message))}});</script></head><body>\n",
         escape(&suite.name),
         escape(&info.id)
     ));
@@ -44,27 +49,10 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         escape(&info.id), escape(&info.dataset), escape(&judge), escape(&info.finished_at), info.duration_seconds
     ));
     cards(&mut h, input);
+    h.push_str("<h2>Group comparisons</h2>\n");
+    heatmap::write(&mut h, suite, agg);
     h.push_str("<h2>Score distributions</h2>\n<div class=\"charts\">\n");
     distributions(&mut h, agg);
-    h.push_str("</div>\n<h2>Pass rates</h2>\n<div class=\"charts\">\n");
-    for (grouping, groups) in agg.grouped() {
-        let bars: Vec<(String, f64, String)> = groups
-            .iter()
-            .map(|(k, g)| {
-                (
-                    group_key(k),
-                    g.pass_rate().unwrap_or(0.0),
-                    format!("{}/{}", g.passed, g.total()),
-                )
-            })
-            .collect();
-        h.push_str(&hbar_chart(
-            &format!("Pass rate {}", grouping.name.replace('_', " ")),
-            &bars,
-            1.0,
-            BAR,
-        ));
-    }
     h.push_str("</div>\n<h2>Failure reasons</h2>\n");
     failure_reasons(&mut h, suite, agg);
     metrics_table(&mut h, agg);
@@ -72,8 +60,10 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     for r in recommendations(suite, agg) {
         h.push_str(&format!("<li>{}</li>\n", escape(&r)));
     }
-    h.push_str("</ul>\n<p class=\"meta\">Every item, with its metrics and judge reasoning, is in <code>report.json</code>; one test case per example in <code>junit.xml</code>.</p>\n</body></html>\n");
-    w.put(&h)
+    h.push_str("</ul>\n");
+    w.put(&h)?;
+    viewer::write(w, input)?;
+    w.put("<p class=\"meta\">Every item, with its metrics and judge reasoning, is in <code>report.json</code>; one test case per example in <code>junit.xml</code>.</p>\n</body></html>\n")
 }
 
 fn cards(h: &mut String, input: &ReportInput<'_>) {
@@ -116,28 +106,20 @@ fn cards(h: &mut String, input: &ReportInput<'_>) {
     h.push_str("</div>\n");
 }
 
-/// One histogram per judge dimension (or of the overall score when the suite has no judge
-/// dimensions) for each group of the most specific grouping.
+/// One histogram per judge dimension over the whole run, and one of the overall score (the
+/// groups are compared in the heatmaps).
 fn distributions(h: &mut String, agg: &RunAggregator) {
-    let Some((_, groups)) = agg.grouped().max_by_key(|(g, _)| g.keys.len()) else {
-        return;
-    };
-    let charts: Vec<(String, &Hist)> = if agg.dimensions().is_empty() {
-        groups
-            .iter()
-            .map(|(k, g)| (format!("overall score · {}", group_key(k)), &g.overall_hist))
-            .collect()
-    } else {
-        groups
-            .iter()
-            .flat_map(|(k, g)| {
-                agg.dimensions()
-                    .iter()
-                    .zip(&g.score_hists)
-                    .map(move |(d, hist)| (format!("{d} · {}", group_key(k)), hist))
-            })
-            .collect()
-    };
+    let all = &agg.all;
+    let charts: Vec<(String, &Hist)> = agg
+        .dimensions()
+        .iter()
+        .zip(&all.score_hists)
+        .map(|(d, hist)| (d.clone(), hist))
+        .chain(std::iter::once((
+            "overall score".to_owned(),
+            &all.overall_hist,
+        )))
+        .collect();
     if charts.is_empty() {
         h.push_str("<p>No scores were recorded.</p>");
     }

@@ -1,6 +1,9 @@
 //! `report.json`: the machine-readable report, in the seed's shape for each suite (DESIGN §2.1,
 //! §2.2, §2.4, §9), with totals, gates, judge usage and the suite snapshot beside it.
 
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -36,45 +39,27 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         "items"
     };
     w.put(&format!(",\"{items_key}\":["))?;
+    // One pass over the items: the evaluated ones go straight into the file; the skipped and
+    // failed entries, which the report lists after them, wait in spill files.
     let mut first = true;
-    items.for_each_item(Some(Outcome::Ok), &mut |rec| {
-        if !std::mem::take(&mut first) {
-            w.put(",")?;
+    let (mut skipped, mut failed) = (Spill::default(), Spill::default());
+    items.for_each_item(None, &mut |rec| match rec.outcome {
+        Outcome::Ok => {
+            if !std::mem::take(&mut first) {
+                w.put(",")?;
+            }
+            match suite.kind {
+                SuiteKind::SupportJudge => w.json(&seed_result(suite, rec)),
+                _ => w.json(rec),
+            }
         }
-        match suite.kind {
-            SuiteKind::SupportJudge => w.json(&seed_result(suite, rec)),
-            _ => w.json(rec),
-        }
+        Outcome::Skipped => skipped.push(&skipped_entry(rec)).map_err(|e| w.error(e)),
+        Outcome::Failed => failed.push(&failed_entry(rec)).map_err(|e| w.error(e)),
     })?;
     w.put("],\"skipped\":[")?;
-    let mut first = true;
-    items.for_each_item(Some(Outcome::Skipped), &mut |rec| {
-        if !std::mem::take(&mut first) {
-            w.put(",")?;
-        }
-        let mut entry = Map::new();
-        match rec.line {
-            Some(line) => entry.insert("line".into(), json!(line)),
-            None => entry.insert("index".into(), json!(rec.index)),
-        };
-        entry.insert("reason".into(), json!(rec.reason));
-        if !rec.id.is_empty() {
-            entry.insert("id".into(), json!(rec.id));
-        }
-        w.json(&entry)
-    })?;
+    skipped.copy_into(w)?;
     w.put("],\"failed\":[")?;
-    let mut first = true;
-    items.for_each_item(Some(Outcome::Failed), &mut |rec| {
-        if !std::mem::take(&mut first) {
-            w.put(",")?;
-        }
-        let mut entry = json!({"id": rec.id, "index": rec.index, "reason": rec.reason, "attempts": rec.attempts});
-        if let Some(status) = rec.details.get("last_status") {
-            entry["last_status"] = status.clone();
-        }
-        w.json(&entry)
-    })?;
+    failed.copy_into(w)?;
     w.put("],\"aggregates\":")?;
     w.json(&aggregates(suite, agg))?;
     w.put(",\"judge\":")?;
@@ -84,6 +69,59 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     w.put(",\"config\":")?;
     w.json(suite)?;
     w.put("}\n")
+}
+
+/// A skipped record as `report.json` lists it: where it was, why, and its id when it had one.
+fn skipped_entry(rec: &ResultRecord) -> Value {
+    let mut entry = Map::new();
+    match rec.line {
+        Some(line) => entry.insert("line".into(), json!(line)),
+        None => entry.insert("index".into(), json!(rec.index)),
+    };
+    entry.insert("reason".into(), json!(rec.reason));
+    if !rec.id.is_empty() {
+        entry.insert("id".into(), json!(rec.id));
+    }
+    Value::Object(entry)
+}
+
+/// A failed example as `report.json` lists it.
+fn failed_entry(rec: &ResultRecord) -> Value {
+    let mut entry =
+        json!({"id": rec.id, "index": rec.index, "reason": rec.reason, "attempts": rec.attempts});
+    if let Some(status) = rec.details.get("last_status") {
+        entry["last_status"] = status.clone();
+    }
+    entry
+}
+
+/// The entries of one JSON array, comma-separated, in an anonymous temporary file created on
+/// the first entry (a run may skip millions of records; most skip none).
+#[derive(Default)]
+struct Spill {
+    file: Option<BufWriter<File>>,
+}
+
+impl Spill {
+    fn push(&mut self, entry: &Value) -> io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => {
+                file.write_all(b",")?;
+                file
+            }
+            None => self.file.insert(BufWriter::new(tempfile::tempfile()?)),
+        };
+        serde_json::to_writer(file, entry).map_err(io::Error::from)
+    }
+
+    fn copy_into(self, w: &mut Sink<'_>) -> Result<(), ReportError> {
+        let Some(file) = self.file else {
+            return Ok(());
+        };
+        let mut file = file.into_inner().map_err(|e| w.error(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(|e| w.error(e))?;
+        w.copy_from(&mut file)
+    }
 }
 
 /// The judges' work: calls made, answers from the cache, tokens and cost, unscored replies,
@@ -125,8 +163,10 @@ fn seed_result(suite: &Suite, rec: &ResultRecord) -> Value {
     out.insert("usage".into(), json!(rec.usage));
     out.insert("latency_ms".into(), json!(rec.latency_ms));
     out.insert("attempts".into(), json!(rec.attempts));
-    if let Some(meta) = rec.details.get("metadata") {
-        out.insert("metadata".into(), meta.clone());
+    for key in ["metadata", "inputs"] {
+        if let Some(v) = rec.details.get(key) {
+            out.insert(key.into(), v.clone());
+        }
     }
     Value::Object(out)
 }

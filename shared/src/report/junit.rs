@@ -77,7 +77,7 @@ fn op(op: crate::gate::GateOp) -> &'static str {
 }
 
 /// XML-escapes text and drops the control characters XML 1.0 cannot carry at all.
-pub(crate) fn escape(s: &str) -> String {
+pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

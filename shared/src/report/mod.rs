@@ -4,11 +4,13 @@
 //! Redis), and everything else comes from the run's aggregates, so writing the report of a
 //! 10^6-example run needs memory for one item at a time.
 
+mod heatmap;
 mod html;
 mod json;
 mod junit;
 mod markdown;
 mod recommend;
+mod viewer;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -21,6 +23,8 @@ use crate::record::{Outcome, ResultRecord};
 use crate::suite::Suite;
 
 pub use json::group_key;
+/// XML/HTML text escaping (also for `evalfleet compare`'s outputs).
+pub use junit::escape;
 pub use recommend::recommendations;
 
 /// The four files of a report directory.
@@ -192,6 +196,13 @@ impl Sink<'_> {
 
     pub(crate) fn json<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), ReportError> {
         serde_json::to_writer(&mut *self.inner, v).map_err(|e| self.error(e.into()))
+    }
+
+    /// Copies everything `from` holds into the file.
+    pub(crate) fn copy_from(&mut self, from: &mut dyn io::Read) -> Result<(), ReportError> {
+        io::copy(from, &mut *self.inner)
+            .map(drop)
+            .map_err(|source| self.error(source))
     }
 
     pub(crate) fn error(&self, source: io::Error) -> ReportError {

@@ -170,3 +170,38 @@ fn recommendations_never_fire_on_absent_scores() {
         "{recs:?}"
     );
 }
+
+#[test]
+fn report_json_lists_every_outcome_in_dataset_order_from_one_pass() {
+    let suite = Suite::builtin(SuiteKind::SupportJudge);
+    let mut recs = Vec::new();
+    for i in 0..9u64 {
+        let id = format!("e{i}");
+        recs.push(match i % 3 {
+            0 => support_record(i, &id, "gpt-4o", "v1", Some(4.0), Some(4.0)),
+            1 => ResultRecord::skipped("run-1", "support-judge", i, Some(i + 1), id, "bad".into()),
+            _ => {
+                let mut r =
+                    ResultRecord::skipped("run-1", "support-judge", i, None, id, "429".into());
+                r.outcome = Outcome::Failed;
+                r
+            }
+        });
+    }
+    let (json, ..) = render_all(&suite, recs);
+    let ids = |key: &str| -> Vec<String> {
+        json[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids("results"), ["e0", "e3", "e6"]);
+    assert_eq!(ids("skipped"), ["e1", "e4", "e7"]);
+    assert_eq!(ids("failed"), ["e2", "e5", "e8"]);
+    assert_eq!(
+        json["skipped"][1],
+        serde_json::json!({"line": 5, "reason": "bad", "id": "e4"})
+    );
+}

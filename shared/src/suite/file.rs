@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use std::sync::Arc;
 
-use super::{Dimension, Grouping, RunGates, Suite, SuiteKind};
+use super::{CompareOptions, Dimension, Grouping, RunGates, Suite, SuiteKind};
 use crate::custom::{CheckSpec, CustomSpec, CustomSuite, JudgeSpec, RecordSpec};
 use crate::gate::{Gate, GateOp};
 use crate::rag::RagOptions;
@@ -23,6 +23,8 @@ pub struct SuiteFile {
     pub gates: Option<Vec<GatePatch>>,
     pub group_by: Option<Vec<Grouping>>,
     pub run_gates: Option<RunGates>,
+    /// `evalfleet compare`'s per-name `max_drop` overrides and lower-is-better metrics.
+    pub compare: Option<CompareOptions>,
     pub rag: Option<RagOptions>,
     /// Custom suites: the records' fields, the judge's prompts, the deterministic checks.
     pub record: Option<RecordSpec>,
@@ -81,6 +83,10 @@ impl SuiteFile {
         let run_gates = self
             .run_gates
             .or_else(|| base.as_ref().map(|b| b.run_gates.clone()));
+        let compare = self
+            .compare
+            .or_else(|| base.as_ref().map(|b| b.compare.clone()))
+            .unwrap_or_default();
         let rag = self
             .rag
             .or_else(|| base.as_ref().map(|b| b.rag.clone()))
@@ -115,6 +121,7 @@ impl SuiteFile {
                 gates,
                 group_by: group_by.unwrap_or_default(),
                 run_gates: run_gates.unwrap_or_default(),
+                compare,
                 rag,
                 custom: Some(Arc::new(custom)),
             });
@@ -149,6 +156,7 @@ impl SuiteFile {
             gates,
             group_by: group_by.ok_or_else(|| missing("group_by"))?,
             run_gates: run_gates.unwrap_or_default(),
+            compare,
             rag,
             custom: None,
         })
@@ -168,6 +176,16 @@ fn finish(suite: Suite) -> Result<Suite, String> {
         return Err(format!(
             "run_gates.max_unscored_rate {} is not in [0, 1]",
             rg.max_unscored_rate
+        ));
+    }
+    if let Some((name, d)) = suite
+        .compare
+        .max_drop
+        .iter()
+        .find(|(_, d)| !d.is_finite() || **d < 0.0)
+    {
+        return Err(format!(
+            "compare.max_drop.{name} is {d}: it must be a number ≥ 0"
         ));
     }
     if suite.rag.top_k == 0 {

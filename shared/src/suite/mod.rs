@@ -110,6 +110,20 @@ impl Default for RunGates {
     }
 }
 
+/// The suite's `compare:` section: how `evalfleet compare` judges a drop between two runs of
+/// this suite. Names are dimensions, metrics or `passed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompareOptions {
+    /// Per-name overrides of `--max-drop`: the drop (in the quantity's own units; a share for
+    /// `passed`) a significant decrease must exceed to count as a regression.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub max_drop: std::collections::BTreeMap<String, f64>,
+    /// Metrics where lower is better (beside those with a `>` gate, which are inferred).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lower_is_better: Vec<String>,
+}
+
 /// A resolved suite. It serialises whole into the run's spec in Redis, so every worker of a
 /// fleet run evaluates with exactly the suite the run was submitted with.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,11 +135,20 @@ pub struct Suite {
     pub gates: Vec<Gate>,
     pub group_by: Vec<Grouping>,
     pub run_gates: RunGates,
+    /// How `compare` gates two runs of this suite (absent in reports written before it existed).
+    #[serde(default, skip_serializing_if = "CompareOptions::is_empty")]
+    pub compare: CompareOptions,
     /// rag-layers options (top-k, fuzzy L1, insight types, overall weights); defaults elsewhere.
     pub rag: RagOptions,
     /// A custom suite's records, judge prompts and checks, compiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom: Option<Arc<CustomSuite>>,
+}
+
+impl CompareOptions {
+    pub fn is_empty(&self) -> bool {
+        self.max_drop.is_empty() && self.lower_is_better.is_empty()
+    }
 }
 
 /// How many suite files may extend one another in a chain.

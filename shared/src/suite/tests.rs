@@ -122,3 +122,34 @@ fn shipped_example_suite_files_load() {
         Suite::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+#[test]
+fn compare_section_parses_and_is_inherited() {
+    let suite = Suite::from_yaml(
+        "extends: support-judge\ncompare:\n  max_drop: {relevance: 0.25, passed: 0.02}\n  lower_is_better: [latency]\n",
+        "t.yaml",
+    )
+    .unwrap();
+    assert_eq!(suite.compare.max_drop["relevance"], 0.25);
+    assert_eq!(suite.compare.max_drop["passed"], 0.02);
+    assert_eq!(suite.compare.lower_is_better, vec!["latency"]);
+    assert!(Suite::builtin(SuiteKind::SupportJudge).compare.is_empty());
+}
+
+#[test]
+fn compare_section_rejects_unknown_keys_and_negative_drops() {
+    let err = Suite::from_yaml(
+        "extends: support-judge\ncompare:\n  max_dorp: {relevance: 0.25}\n",
+        "t.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("t.yaml") && err.contains("max_dorp"), "{err}");
+    let err = Suite::from_yaml(
+        "extends: support-judge\ncompare:\n  max_drop: {relevance: -1}\n",
+        "t.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("compare.max_drop.relevance is -1"), "{err}");
+}

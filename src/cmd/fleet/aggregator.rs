@@ -14,7 +14,8 @@ use crate::exit::{BadInput, Exit};
 
 #[derive(Args)]
 pub struct AggregatorArgs {
-    /// Where the HTTP API (/runs, /runs/{id}, /runs/{id}/report, /healthz, /readyz) listens.
+    /// Where the HTTP API (/runs, /runs/{id}, /runs/{id}/report, /runs/{a}/compare/{b}, /healthz,
+    /// /readyz) listens.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub http_addr: SocketAddr,
     /// Where `<run_id>/` report directories are written (default: config reports_dir).

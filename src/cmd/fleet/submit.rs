@@ -41,6 +41,13 @@ pub struct SubmitArgs {
     /// Stop judge calls once this many USD are spent (overrides `judges.budget_usd`).
     #[arg(long)]
     pub budget: Option<f64>,
+    /// With --wait: compare the finished report with this baseline (a report.json, a report
+    /// directory or a run id in reports_dir) into <reports_dir>/compare-<baseline>-<run>/, and
+    /// fail (exit 1) on a regression too.
+    #[arg(long, requires = "wait")]
+    pub baseline: Option<String>,
+    #[command(flatten)]
+    pub gate: crate::cmd::compare::GateArgs,
     #[command(flatten)]
     pub endpoints: Endpoints,
 }
@@ -116,8 +123,40 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         if !args.wait {
             return Ok(Exit::Success);
         }
-        wait_for_report(&store, &run_id).await
+        let own = wait_for_report(&store, &run_id).await?;
+        let Some(baseline) = &args.baseline else {
+            return Ok(own);
+        };
+        let dir = store
+            .field(&run_id, "report_dir")
+            .await?
+            .map_or_else(|| config.reports_dir.join(&run_id), PathBuf::from);
+        let out = config
+            .reports_dir
+            .join(format!("compare-{}-{run_id}", baseline_name(baseline)));
+        let compared = crate::cmd::compare::against_baseline(
+            baseline,
+            &dir.join("report.json"),
+            &out,
+            args.gate,
+            &config.reports_dir,
+        )?;
+        Ok(own.worst(compared))
     })
+}
+
+/// A baseline's name in the compare directory's name: the run id, or the report directory's.
+fn baseline_name(baseline: &str) -> String {
+    let path = Path::new(baseline);
+    let dir = if path.is_file() {
+        path.parent()
+    } else {
+        Some(path)
+    };
+    dir.and_then(|d| d.file_name()).map_or_else(
+        || "baseline".to_owned(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// Follows a run until it is complete, showing progress; then prints its summary.

@@ -6,7 +6,6 @@ use std::sync::Mutex;
 use evalfleet_shared::contract::message;
 use evalfleet_shared::queue::InProcessQueue;
 use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::routing::ProviderRules;
 use evalfleet_shared::store::Counts;
 use evalfleet_shared::suite::{Suite, SuiteKind};
 
@@ -56,6 +55,14 @@ impl ResultStore for Store {
     async fn stored(&self, _: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
         Ok(vec![false; indices.len()])
     }
+
+    async fn put_scenario(&self, _: &str, _: &str, _: &str) -> Result<(), StoreError> {
+        Err(StoreError::Backend("these tests store no scenarios".into()))
+    }
+
+    async fn scenario(&self, _: &str, _: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// Every message resolves to `resolution` (the pipeline: support-judge, heuristic judge).
@@ -70,12 +77,10 @@ impl Runs for Fixed {
 }
 
 fn pipeline() -> Arc<Pipeline> {
-    Arc::new(Pipeline {
-        suite: Arc::new(Suite::builtin(SuiteKind::SupportJudge)),
-        rules: ProviderRules::default(),
-        dataset_dir: None,
-        judge: Judge::Heuristic,
-    })
+    Arc::new(Pipeline::new(
+        Arc::new(Suite::builtin(SuiteKind::SupportJudge)),
+        Judge::Heuristic,
+    ))
 }
 
 /// Publishes `n` messages, runs one consumer over them and returns the queue and the stats.

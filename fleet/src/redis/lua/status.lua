@@ -3,7 +3,7 @@
 -- finished run — is kept until it finishes again.
 --
 -- KEYS[1] run:{id}  KEYS[2] :spec  KEYS[3] :results  KEYS[4] :counts  KEYS[5] :failed
--- KEYS[6] :summary
+-- KEYS[6] :summary  KEYS[7] :scenarios (log-analysis ground truth by digest)
 -- ARGV[1] status   ARGV[2] retention in ms (0 = keep forever)   ARGV[3] now (RFC 3339)
 -- ARGV[4] '1' when ARGV[5] is the summary to store   ARGV[5] summary.md text
 -- ARGV[6..] extra field, value pairs for the registry hash
