@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Checks that the current official OpenAI and Anthropic Python SDKs work against
 `evalfleet fake-provider`: a judge call with each SDK, Bearer auth for Anthropic, 401 on a
-wrong key, and 429s the SDKs retry after the server's `retry-after`.
+wrong key, 429s the SDKs retry after the server's `retry-after`, and both batch APIs
+(`client.files.create`, `client.batches.create/retrieve/list/cancel`, `client.files.content`;
+`client.messages.batches.create/retrieve/list/cancel/results`).
 
 Run by scripts/sdk-compat.sh, which starts the fake and sets:
   SDK_COMPAT_BASE_URL   http://127.0.0.1:PORT (OpenAI base is this + /v1; admin and stats too)
@@ -384,6 +386,122 @@ def check_retry_anthropic():
     return retry_phase("anthropic", anthropic, anthropic_client, call, lambda raw: raw.retries_taken)
 
 
+# ---------------------------------------------------------------- batch APIs (check 6)
+
+BATCH_PROCESSING_MS = 400
+
+
+def wait_for(retrieve, done, what):
+    deadline = time.monotonic() + 20
+    while True:
+        batch = retrieve()
+        if done(batch):
+            return batch
+        expect(time.monotonic() < deadline, f"{what} did not end: {batch!r}")
+        time.sleep(0.1)
+
+
+def check_openai_batch():
+    import io
+
+    client = openai_client(max_retries=0)
+    lines = []
+    for i in range(3):
+        body = {
+            "model": OPENAI_MODEL,
+            "messages": [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": f"{USER} (case {i})"},
+            ],
+            "response_format": {"type": "json_object"},
+            "max_tokens": 100,
+        }
+        line = {"custom_id": f"case-{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}
+        lines.append(json.dumps(line))
+    data = ("\n".join(lines) + "\n").encode()
+    upload = client.files.create(file=("cases.jsonl", io.BytesIO(data)), purpose="batch")
+    expect(upload.id.startswith("file-"), f"file id {upload.id!r}")
+    expect(upload.bytes == len(data), f"file bytes {upload.bytes} != {len(data)}")
+    batch = client.batches.create(
+        input_file_id=upload.id,
+        endpoint="/v1/chat/completions",
+        completion_window="24h",
+        metadata={"run": "sdk-compat"},
+    )
+    expect(batch.status in ("validating", "in_progress"), f"new batch status {batch.status!r}")
+    final = wait_for(
+        lambda: client.batches.retrieve(batch.id),
+        lambda b: b.status in ("completed", "failed", "expired", "cancelled"),
+        "openai batch",
+    )
+    expect(final.status == "completed", f"status {final.status!r}, errors {final.errors!r}")
+    counts = final.request_counts
+    expect((counts.total, counts.completed, counts.failed) == (3, 3, 0), f"request_counts {counts!r}")
+    expect(final.output_file_id, "no output_file_id")
+    content = client.files.content(final.output_file_id).text
+    scores = {}
+    for raw in content.splitlines():
+        out = json.loads(raw)
+        expect(out["response"]["status_code"] == 200, f"line {raw!r}")
+        message = out["response"]["body"]["choices"][0]["message"]["content"]
+        scores[out["custom_id"]] = expect_score(json.loads(message), message)
+    expect(sorted(scores) == ["case-0", "case-1", "case-2"], f"custom_ids {sorted(scores)}")
+    listed = client.batches.list(limit=10)
+    expect(any(b.id == batch.id for b in listed.data), "batch not in list")
+    # Cancel a second, slower batch.
+    http_json("POST", "/admin/config", {"batch_processing_ms": 60_000})
+    try:
+        one = lines[0].replace('"case-0"', '"slow-0"')
+        upload = client.files.create(file=("one.jsonl", io.BytesIO(one.encode())), purpose="batch")
+        slow = client.batches.create(input_file_id=upload.id, endpoint="/v1/chat/completions", completion_window="24h")
+        cancelling = client.batches.cancel(slow.id)
+        expect(cancelling.status == "cancelling", f"cancel gave {cancelling.status!r}")
+    finally:
+        http_json("POST", "/admin/config", {"batch_processing_ms": BATCH_PROCESSING_MS})
+    return f"batch {batch.id} completed, scores {scores}"
+
+
+def check_anthropic_batch():
+    client = anthropic_client(max_retries=0)
+    requests = [
+        {
+            "custom_id": f"case-{i}",
+            "params": {
+                "model": ANTHROPIC_MODEL,
+                "max_tokens": 100,
+                "system": SYSTEM,
+                "messages": [{"role": "user", "content": f"{USER} (case {i})"}],
+            },
+        }
+        for i in range(3)
+    ]
+    batch = client.messages.batches.create(requests=requests)
+    expect(batch.id.startswith("msgbatch_"), f"batch id {batch.id!r}")
+    expect(batch.processing_status == "in_progress", f"status {batch.processing_status!r}")
+    final = wait_for(
+        lambda: client.messages.batches.retrieve(batch.id),
+        lambda b: b.processing_status == "ended",
+        "anthropic batch",
+    )
+    expect(final.request_counts.succeeded == 3, f"request_counts {final.request_counts!r}")
+    expect(final.results_url, "no results_url")
+    scores = {}
+    for entry in client.messages.batches.results(batch.id):
+        expect(entry.result.type == "succeeded", f"result {entry!r}")
+        scores[entry.custom_id] = expect_anthropic_message(entry.result.message)
+    expect(sorted(scores) == ["case-0", "case-1", "case-2"], f"custom_ids {sorted(scores)}")
+    listed = client.messages.batches.list(limit=10)
+    expect(any(b.id == batch.id for b in listed.data), "batch not in list")
+    http_json("POST", "/admin/config", {"batch_processing_ms": 60_000})
+    try:
+        slow = client.messages.batches.create(requests=[{**requests[0], "custom_id": "slow-0"}])
+        canceling = client.messages.batches.cancel(slow.id)
+        expect(canceling.processing_status == "canceling", f"cancel gave {canceling.processing_status!r}")
+    finally:
+        http_json("POST", "/admin/config", {"batch_processing_ms": BATCH_PROCESSING_MS})
+    return f"batch {batch.id} ended, scores {scores}"
+
+
 def main():
     print(f"openai {openai.__version__}, anthropic {anthropic.__version__}, fake at {BASE}", flush=True)
     check("1 openai judge (json_object)", check_openai_judge)
@@ -404,6 +522,18 @@ def main():
         return "fault_429 = 0"
 
     check("5c faults reset", faults_reset)
+    http_json("POST", "/admin/config", {"batch_processing_ms": BATCH_PROCESSING_MS})
+    check("6a openai Files + Batches", check_openai_batch)
+    check("6b anthropic Message Batches", check_anthropic_batch)
+
+    def batches_paid_once():
+        stats = http_json("GET", "/stats")["batches"]
+        for provider in ("openai", "anthropic"):
+            repeated = stats[provider]["repeated_custom_ids"]
+            expect(repeated == [], f"{provider} custom_ids batched twice: {repeated}")
+        return f"openai {stats['openai']['requests']}, anthropic {stats['anthropic']['requests']} batch requests"
+
+    check("6c batch ledger", batches_paid_once)
     passed = sum(ok for _, ok in results)
     failed = len(results) - passed
     print(f"sdk-compat: {passed} passed, {failed} failed", flush=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that the current official OpenAI and Anthropic Python SDKs work against
 # `evalfleet fake-provider` (scripts/sdk-compat.py: a judge call with each SDK, Anthropic Bearer
-# auth, 401 on a wrong key, 429s retried after `retry-after`).
+# auth, 401 on a wrong key, 429s retried after `retry-after`, both batch APIs).
 #
 # Installs the newest `openai` and `anthropic` from PyPI into a venv (SDK_VENV, default
 # target/sdk-venv; reused, upgraded each run), starts target/debug/evalfleet fake-provider on a

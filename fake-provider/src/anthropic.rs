@@ -21,7 +21,7 @@ use crate::stats::Provider;
 use crate::wire::{bearer_key, join_prompt, json_response, put, Content};
 
 #[derive(Debug, Deserialize)]
-struct MessagesRequest {
+pub(crate) struct MessagesRequest {
     model: Option<String>,
     max_tokens: Option<u64>,
     messages: Option<Vec<InputMessage>>,
@@ -65,6 +65,58 @@ struct Usage {
     cache_read_input_tokens: u32,
 }
 
+/// What a valid Messages request asks, for the live endpoint and for Message Batches.
+pub(crate) struct MessagesAsk<'a> {
+    pub model: &'a str,
+    /// The `system` text and every message's text, joined with `\n`.
+    pub prompt: String,
+    /// The text of a final assistant message, which the reply continues.
+    pub prefill: Option<String>,
+}
+
+impl<'a> MessagesAsk<'a> {
+    /// The request's model, prompt and prefill, or the API's message for what is wrong with it.
+    pub fn parse(request: &'a MessagesRequest) -> Result<Self, String> {
+        let Some(model) = request.model.as_deref() else {
+            return Err("model: Field required".into());
+        };
+        let problem = match (&request.max_tokens, request.messages.as_deref()) {
+            (None, _) => Some("max_tokens: Field required"),
+            (Some(0), _) => Some("max_tokens: Input should be greater than or equal to 1"),
+            (_, None) => Some("messages: Field required"),
+            (_, Some([])) => Some("messages: at least one message is required"),
+            _ if request.stream == Some(true) => {
+                Some("stream: streaming is not supported by the evalfleet fake provider")
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            return Err(problem.into());
+        }
+        let messages = request.messages.as_deref().unwrap_or_default();
+        let prefill = messages
+            .last()
+            .filter(|m| m.role == "assistant")
+            .map(|m| m.content.text());
+        if prefill.as_deref().is_some_and(|p| p.trim_end() != p) {
+            return Err(
+                "messages: final assistant content cannot end with trailing whitespace".into(),
+            );
+        }
+        let prompt = join_prompt(
+            request
+                .system
+                .iter()
+                .chain(messages.iter().map(|m| &m.content)),
+        );
+        Ok(Self {
+            model,
+            prompt,
+            prefill,
+        })
+    }
+}
+
 /// `POST /v1/messages`.
 pub async fn messages(
     State(fp): State<Arc<FakeProvider>>,
@@ -87,37 +139,19 @@ pub async fn messages(
             return finish(&fp, None, denied, &request_id, None);
         }
     };
-    let Some(model) = request.model.as_deref() else {
-        return finish(&fp, None, bad("model: Field required"), &request_id, None);
-    };
-    let problem = match (&request.max_tokens, request.messages.as_deref()) {
-        (None, _) => Some("max_tokens: Field required"),
-        (Some(0), _) => Some("max_tokens: Input should be greater than or equal to 1"),
-        (_, None) => Some("messages: Field required"),
-        (_, Some([])) => Some("messages: at least one message is required"),
-        _ if request.stream == Some(true) => {
-            Some("stream: streaming is not supported by the evalfleet fake provider")
+    let ask = match MessagesAsk::parse(&request) {
+        Ok(ask) => ask,
+        Err(problem) => {
+            return finish(
+                &fp,
+                request.model.as_deref(),
+                bad(&problem),
+                &request_id,
+                None,
+            );
         }
-        _ => None,
     };
-    if let Some(problem) = problem {
-        return finish(&fp, Some(model), bad(problem), &request_id, None);
-    }
-    let messages = request.messages.as_deref().unwrap_or_default();
-    let prefill = messages
-        .last()
-        .filter(|m| m.role == "assistant")
-        .map(|m| m.content.text());
-    if prefill.as_deref().is_some_and(|p| p.trim_end() != p) {
-        let denied = bad("messages: final assistant content cannot end with trailing whitespace");
-        return finish(&fp, Some(model), denied, &request_id, None);
-    }
-    let prompt = join_prompt(
-        request
-            .system
-            .iter()
-            .chain(messages.iter().map(|m| &m.content)),
-    );
+    let (model, prompt, prefill) = (ask.model, ask.prompt, ask.prefill);
     let exchange = fp
         .exchange(Ask {
             provider: Provider::Anthropic,
@@ -147,7 +181,7 @@ fn finish(
 
 /// The real API takes the key as `x-api-key` or, as current SDKs may send it, as
 /// `Authorization: Bearer <key>`; `x-api-key` wins when both are there.
-fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
+pub(crate) fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
     let required = required?;
     let given = headers
         .get("x-api-key")
@@ -237,8 +271,26 @@ fn overloaded() -> StatusCode {
 }
 
 fn message_body(model: &str, ex: &Exchange, text: &str) -> Vec<u8> {
-    let response = MessageResponse {
-        id: format!("msg_01{}", base62(splitmix64(ex.id), 22)),
+    serde_json::to_vec(&message(
+        model,
+        ex.id,
+        text,
+        ex.input_tokens,
+        ex.output_tokens,
+    ))
+    .unwrap_or_default()
+}
+
+/// A Messages API reply: the live body, and the `message` of a succeeded batch result.
+pub(crate) fn message<'a>(
+    model: &'a str,
+    id: u64,
+    text: &'a str,
+    input_tokens: u32,
+    output_tokens: u32,
+) -> impl Serialize + 'a {
+    MessageResponse {
+        id: format!("msg_01{}", base62(splitmix64(id), 22)),
         kind: "message",
         role: "assistant",
         model,
@@ -246,13 +298,12 @@ fn message_body(model: &str, ex: &Exchange, text: &str) -> Vec<u8> {
         stop_reason: "end_turn",
         stop_sequence: None,
         usage: Usage {
-            input_tokens: ex.input_tokens,
-            output_tokens: ex.output_tokens,
+            input_tokens,
+            output_tokens,
             cache_creation_input_tokens: 0,
             cache_read_input_tokens: 0,
         },
-    };
-    serde_json::to_vec(&response).unwrap_or_default()
+    }
 }
 
 fn put_ratelimit_headers(headers: &mut HeaderMap, snapshot: &Snapshot, now_ms: u64) {
@@ -275,7 +326,7 @@ fn put_ratelimit_headers(headers: &mut HeaderMap, snapshot: &Snapshot, now_ms: u
 }
 
 /// `{"type":"error","error":{"type","message"}}`, Anthropic's error envelope.
-fn error(status: StatusCode, kind: &str, message: &str) -> Response {
+pub(crate) fn error(status: StatusCode, kind: &str, message: &str) -> Response {
     let body = json!({"type": "error", "error": {"type": kind, "message": message}});
     let body = serde_json::to_vec(&body).unwrap_or_default();
     json_response(status, HeaderMap::new(), body)

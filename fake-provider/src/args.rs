@@ -98,6 +98,32 @@ pub struct FakeProviderArgs {
     /// Seed of the score hash and of the per-request fault/latency/wrapping draws.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
+    /// How long a provider batch takes from creation until its results are ready, in
+    /// milliseconds (the real APIs take minutes to 24 hours). A tenth of it is spent
+    /// `validating`, a tenth `finalizing` (OpenAI) or cancelling.
+    #[arg(long, default_value_t = 1_000)]
+    pub batch_processing_ms: u64,
+    /// Share of batch requests that end in a per-request server error (OpenAI: a line of the
+    /// error file with status 500; Anthropic: an `errored` result).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub batch_error_rate: f64,
+    /// Share of batch requests the provider does not get to within the completion window
+    /// (OpenAI: the batch ends `expired`, those lines carry `batch_expired`; Anthropic: an
+    /// `expired` result).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub batch_expiry_rate: f64,
+    /// The most requests one OpenAI batch input file may hold (the real limit: 50,000).
+    #[arg(long, default_value_t = 50_000)]
+    pub batch_max_requests_openai: usize,
+    /// The largest OpenAI batch input file, in bytes (the real limit: 200 MB).
+    #[arg(long, default_value_t = 200_000_000)]
+    pub batch_max_bytes_openai: usize,
+    /// The most requests one Anthropic Message Batch may hold (the real limit: 100,000).
+    #[arg(long, default_value_t = 100_000)]
+    pub batch_max_requests_anthropic: usize,
+    /// The largest Anthropic Message Batch create body, in bytes (the real limit: 256 MB).
+    #[arg(long, default_value_t = 256_000_000)]
+    pub batch_max_bytes_anthropic: usize,
 }
 
 impl Default for FakeProviderArgs {
@@ -125,6 +151,13 @@ impl Default for FakeProviderArgs {
             fault_retry_after_ms: 1_000,
             wrap_rate: 0.2,
             seed: 7,
+            batch_processing_ms: 1_000,
+            batch_error_rate: 0.0,
+            batch_expiry_rate: 0.0,
+            batch_max_requests_openai: 50_000,
+            batch_max_bytes_openai: 200_000_000,
+            batch_max_requests_anthropic: 100_000,
+            batch_max_bytes_anthropic: 256_000_000,
         }
     }
 }
@@ -138,7 +171,7 @@ impl FakeProviderArgs {
         Ok(())
     }
 
-    fn rates(&self) -> [(&'static str, f64); 9] {
+    fn rates(&self) -> [(&'static str, f64); 11] {
         [
             ("fault_429", self.fault_429),
             ("fault_quota", self.fault_quota),
@@ -149,6 +182,8 @@ impl FakeProviderArgs {
             ("fault_out_of_range", self.fault_out_of_range),
             ("fault_non_json", self.fault_non_json),
             ("wrap_rate", self.wrap_rate),
+            ("batch_error_rate", self.batch_error_rate),
+            ("batch_expiry_rate", self.batch_expiry_rate),
         ]
     }
 }
@@ -178,6 +213,13 @@ pub struct ConfigPatch {
     pub wrap_rate: Option<f64>,
     /// A new seed also restarts the per-request random stream.
     pub seed: Option<u64>,
+    pub batch_processing_ms: Option<u64>,
+    pub batch_error_rate: Option<f64>,
+    pub batch_expiry_rate: Option<f64>,
+    pub batch_max_requests_openai: Option<usize>,
+    pub batch_max_bytes_openai: Option<usize>,
+    pub batch_max_requests_anthropic: Option<usize>,
+    pub batch_max_bytes_anthropic: Option<usize>,
 }
 
 impl ConfigPatch {
@@ -206,7 +248,14 @@ impl ConfigPatch {
             hang_ms,
             fault_retry_after_ms,
             wrap_rate,
-            seed
+            seed,
+            batch_processing_ms,
+            batch_error_rate,
+            batch_expiry_rate,
+            batch_max_requests_openai,
+            batch_max_bytes_openai,
+            batch_max_requests_anthropic,
+            batch_max_bytes_anthropic
         );
         next.validate()?;
         Ok(next)

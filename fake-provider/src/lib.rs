@@ -12,12 +12,16 @@
 //! the `system` text first; an array of content parts contributes its `text` parts joined with
 //! `\n`), so a test can predict a score with [`Verdict::for_prompt`].
 //!
-//! Endpoints: `POST /v1/chat/completions`, `POST /v1/messages`, `GET /stats`,
+//! Both providers' batch APIs are served too (OpenAI Files + Batches, Anthropic Message
+//! Batches; see `batch/`), with the same verdicts as the live endpoints.
+//!
+//! Endpoints: `POST /v1/chat/completions`, `POST /v1/messages`, the batch endpoints, `GET /stats`,
 //! `GET /stats/timeline?provider=openai`, `GET /metrics` (Prometheus), `GET|POST /admin/config`,
 //! `POST /admin/reset`, `GET /healthz`.
 
 mod anthropic;
 mod args;
+mod batch;
 mod clock;
 mod error;
 mod exchange;

@@ -23,7 +23,7 @@ use crate::wire::{bearer_key, join_prompt, json_response, mask_key, put, Content
 const ORG: &str = "org-evalfleet-fake";
 
 #[derive(Debug, Deserialize)]
-struct ChatRequest {
+pub(crate) struct ChatRequest {
     model: Option<String>,
     messages: Option<Vec<ChatMessage>>,
     #[serde(default)]
@@ -91,6 +91,70 @@ struct CompletionDetails {
     reasoning_tokens: u32,
 }
 
+/// What a valid Chat Completions request asks, live or as a line of a batch input file.
+pub(crate) struct ChatAsk<'a> {
+    pub model: &'a str,
+    /// Every message's text, joined with `\n`.
+    pub prompt: String,
+    /// `response_format` asks for bare JSON.
+    pub bare_json: bool,
+}
+
+/// Why a Chat Completions request is invalid, as OpenAI's error names it.
+#[derive(Debug)]
+pub(crate) struct BadRequest {
+    pub message: String,
+    pub param: Option<&'static str>,
+    pub code: Option<&'static str>,
+}
+
+impl<'a> ChatAsk<'a> {
+    pub fn parse(request: &'a ChatRequest) -> Result<Self, BadRequest> {
+        let bad = |message: &str, param, code| BadRequest {
+            message: message.to_owned(),
+            param,
+            code,
+        };
+        let Some(model) = request.model.as_deref() else {
+            return Err(bad("you must provide a model parameter", None, None));
+        };
+        let messages =
+            match request.messages.as_deref() {
+                None => {
+                    return Err(bad(
+                        "Missing required parameter: 'messages'.",
+                        Some("messages"),
+                        Some("missing_required_parameter"),
+                    ))
+                }
+                Some([]) => return Err(bad(
+                    "Invalid 'messages': empty array. Expected an array with minimum length 1, \
+                     but got an empty array instead.",
+                    Some("messages"),
+                    Some("empty_array"),
+                )),
+                Some(messages) => messages,
+            };
+        if request.stream == Some(true) {
+            return Err(bad(
+                "stream=true is not supported by the evalfleet fake provider.",
+                Some("stream"),
+                Some("unsupported_value"),
+            ));
+        }
+        let prompt = join_prompt(messages.iter().filter_map(|m| m.content.as_ref()));
+        let bare_json = request
+            .response_format
+            .as_ref()
+            .is_some_and(|f| f.kind == "json_object" || f.kind == "json_schema");
+        Ok(Self {
+            model,
+            prompt,
+            bare_json,
+        })
+    }
+}
+
 /// `POST /v1/chat/completions`.
 pub async fn chat_completions(
     State(fp): State<Arc<FakeProvider>>,
@@ -113,37 +177,14 @@ pub async fn chat_completions(
             return finish(&fp, None, bad_request(message, None, None), None);
         }
     };
-    let Some(model) = request.model.as_deref() else {
-        let denied = bad_request("you must provide a model parameter", None, None);
-        return finish(&fp, None, denied, None);
-    };
-    let messages = match request.messages.as_deref() {
-        None => {
-            let (message, code) = (
-                "Missing required parameter: 'messages'.",
-                "missing_required_parameter",
-            );
-            let denied = bad_request(message, Some("messages"), Some(code));
-            return finish(&fp, Some(model), denied, None);
+    let ask = match ChatAsk::parse(&request) {
+        Ok(ask) => ask,
+        Err(bad) => {
+            let denied = bad_request(&bad.message, bad.param, bad.code);
+            return finish(&fp, request.model.as_deref(), denied, None);
         }
-        Some([]) => {
-            let message = "Invalid 'messages': empty array. Expected an array with minimum \
-                length 1, but got an empty array instead.";
-            let denied = bad_request(message, Some("messages"), Some("empty_array"));
-            return finish(&fp, Some(model), denied, None);
-        }
-        Some(messages) => messages,
     };
-    if request.stream == Some(true) {
-        let message = "stream=true is not supported by the evalfleet fake provider.";
-        let denied = bad_request(message, Some("stream"), Some("unsupported_value"));
-        return finish(&fp, Some(model), denied, None);
-    }
-    let prompt = join_prompt(messages.iter().filter_map(|m| m.content.as_ref()));
-    let bare_json = request
-        .response_format
-        .as_ref()
-        .is_some_and(|f| f.kind == "json_object" || f.kind == "json_schema");
+    let (model, prompt, bare_json) = (ask.model, ask.prompt, ask.bare_json);
     let exchange = fp
         .exchange(Ask {
             provider: Provider::OpenAi,
@@ -170,7 +211,7 @@ fn finish(
     response
 }
 
-fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
+pub(crate) fn check_auth(required: Option<&str>, headers: &HeaderMap) -> Option<Response> {
     let required = required?;
     let given = bearer_key(headers);
     let message = match given {
@@ -279,11 +320,29 @@ fn render(model: &str, ex: &Exchange) -> Response {
 }
 
 fn completion_body(model: &str, ex: &Exchange, content: &str) -> Vec<u8> {
+    serde_json::to_vec(&completion(
+        model,
+        ex.id,
+        content,
+        ex.input_tokens,
+        ex.output_tokens,
+    ))
+    .unwrap_or_default()
+}
+
+/// A chat completion: the live body, and the `response.body` of a batch output line.
+pub(crate) fn completion<'a>(
+    model: &'a str,
+    id: u64,
+    content: &'a str,
+    input_tokens: u32,
+    output_tokens: u32,
+) -> impl Serialize + 'a {
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let completion = Completion {
-        id: format!("chatcmpl-{}", base62(ex.id, 29)),
+    Completion {
+        id: format!("chatcmpl-{}", base62(id, 29)),
         object: "chat.completion",
         created,
         model,
@@ -299,9 +358,9 @@ fn completion_body(model: &str, ex: &Exchange, content: &str) -> Vec<u8> {
             finish_reason: "stop",
         }],
         usage: Usage {
-            prompt_tokens: ex.input_tokens,
-            completion_tokens: ex.output_tokens,
-            total_tokens: ex.input_tokens.saturating_add(ex.output_tokens),
+            prompt_tokens: input_tokens,
+            completion_tokens: output_tokens,
+            total_tokens: input_tokens.saturating_add(output_tokens),
             prompt_tokens_details: PromptDetails { cached_tokens: 0 },
             completion_tokens_details: CompletionDetails {
                 reasoning_tokens: 0,
@@ -309,8 +368,7 @@ fn completion_body(model: &str, ex: &Exchange, content: &str) -> Vec<u8> {
         },
         service_tier: "default",
         system_fingerprint: "fp_evalfleet",
-    };
-    serde_json::to_vec(&completion).unwrap_or_default()
+    }
 }
 
 fn put_ratelimit_headers(headers: &mut HeaderMap, snapshot: &Snapshot) {
@@ -326,7 +384,7 @@ fn put_ratelimit_headers(headers: &mut HeaderMap, snapshot: &Snapshot) {
     }
 }
 
-fn bad_request(message: &str, param: Option<&str>, code: Option<&str>) -> Response {
+pub(crate) fn bad_request(message: &str, param: Option<&str>, code: Option<&str>) -> Response {
     let body = error_body(message, "invalid_request_error", param, code);
     json_response(StatusCode::BAD_REQUEST, HeaderMap::new(), body)
 }

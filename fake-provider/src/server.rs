@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{Query, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -33,6 +33,7 @@ pub fn router(state: Arc<FakeProvider>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/messages", post(anthropic::messages))
+        .merge(batch_routes())
         .route("/stats", get(stats))
         .route("/stats/timeline", get(timeline))
         .route("/metrics", get(prometheus_metrics))
@@ -41,6 +42,25 @@ pub fn router(state: Arc<FakeProvider>) -> Router {
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .with_state(state)
+}
+
+/// The two batch APIs. Their bodies may be as large as the providers allow (the batch size
+/// limits are checked by the handlers, so an oversized batch is refused the way the provider
+/// refuses it), so axum's 2 MB default body limit is lifted here.
+fn batch_routes() -> Router<Arc<FakeProvider>> {
+    use crate::batch::{anthropic as ab, openai as ob, openai_files as of};
+    Router::new()
+        .route("/v1/files", post(of::upload_file))
+        .route("/v1/files/{id}", get(of::retrieve_file))
+        .route("/v1/files/{id}/content", get(of::file_content))
+        .route("/v1/batches", post(ob::create).get(ob::list))
+        .route("/v1/batches/{id}", get(ob::retrieve))
+        .route("/v1/batches/{id}/cancel", post(ob::cancel))
+        .route("/v1/messages/batches", post(ab::create).get(ab::list))
+        .route("/v1/messages/batches/{id}", get(ab::retrieve))
+        .route("/v1/messages/batches/{id}/cancel", post(ab::cancel))
+        .route("/v1/messages/batches/{id}/results", get(ab::results))
+        .layer(DefaultBodyLimit::disable())
 }
 
 /// Runs the provider on 127.0.0.1:`port` until SIGINT or SIGTERM, then drains in-flight
@@ -117,7 +137,7 @@ async fn healthz() -> &'static str {
 }
 
 async fn stats(State(fp): State<Arc<FakeProvider>>) -> Json<Value> {
-    Json(fp.stats().to_json())
+    Json(fp.stats_json())
 }
 
 async fn prometheus_metrics(State(fp): State<Arc<FakeProvider>>) -> Response {
@@ -169,6 +189,7 @@ async fn post_config(State(fp): State<Arc<FakeProvider>>, body: Bytes) -> Respon
 
 async fn reset(State(fp): State<Arc<FakeProvider>>) -> Response {
     fp.stats().reset();
+    fp.batches().ledger().reset();
     Json(json!({"reset": true})).into_response()
 }
 

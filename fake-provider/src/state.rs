@@ -10,6 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
 
 use crate::args::{ConfigPatch, FakeProviderArgs};
+use crate::batch::Batches;
 use crate::error::ConfigError;
 use crate::judge::splitmix64;
 use crate::limiter::ProviderLimiter;
@@ -32,6 +33,7 @@ pub struct FakeProvider {
     rng: Mutex<ChaCha8Rng>,
     limiters: [ProviderLimiter; 2],
     stats: Stats,
+    batches: Batches,
     ids: AtomicU64,
     shutdown: watch::Sender<bool>,
 }
@@ -48,6 +50,7 @@ impl FakeProvider {
             config: RwLock::new(Arc::new(args)),
             limiters,
             stats: Stats::default(),
+            batches: Batches::default(),
             ids: AtomicU64::new(0),
             shutdown: watch::Sender::new(false),
         })
@@ -85,9 +88,17 @@ impl FakeProvider {
         &self.stats
     }
 
-    /// The `GET /stats` document.
+    /// The `GET /stats` document: the live requests' counters, and under `batches` the
+    /// requests accepted into provider batches, counted by `custom_id`.
     pub fn stats_json(&self) -> serde_json::Value {
-        self.stats.to_json()
+        let mut stats = self.stats.to_json();
+        stats["batches"] = self.batches.ledger().to_json();
+        stats
+    }
+
+    /// Both providers' batches and OpenAI's files.
+    pub(crate) fn batches(&self) -> &Batches {
+        &self.batches
     }
 
     pub(crate) fn limiter(&self, provider: Provider) -> &ProviderLimiter {

@@ -1,0 +1,485 @@
+//! Provider batches, independent of the dialect: a batch's requests are judged when it is
+//! created (the same deterministic verdicts as the live endpoints), and what a client sees of
+//! it — its status, its counts, its results — is a pure function of the clock, so a test can
+//! watch a batch go from `validating` through `in_progress` to its end without the server
+//! running a timer per batch.
+//!
+//! The timeline of a batch with processing time P: validating for P/10, in progress until P
+//! (requests finish in order, evenly), finalizing for P/10, then ended. A cancel ends the batch
+//! P/10 after it was asked for; requests not processed by then are cancelled. Per-request
+//! errors and expiries are drawn from (seed, batch, custom_id), so a request retried in a later
+//! batch can succeed.
+//!
+//! [`openai`] and [`anthropic`] put this on the wire; [`BatchLedger`] counts every request ever
+//! accepted in a batch by `custom_id`, so a test can prove nothing was paid for twice.
+
+pub(crate) mod anthropic;
+mod ledger;
+pub(crate) mod openai;
+pub(crate) mod openai_files;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::args::FakeProviderArgs;
+use crate::judge::{estimate_tokens, stable_hash, wrap, Verdict};
+use crate::stats::Provider;
+
+pub(crate) use ledger::BatchLedger;
+
+/// One request of a batch, as parsed from the dialect's input.
+#[derive(Debug, Clone)]
+pub(crate) struct BatchRequest {
+    pub custom_id: String,
+    pub model: String,
+    /// The verdict's input: every message's text joined with `\n`, as on the live endpoints.
+    pub prompt: String,
+    pub bare_json: bool,
+    pub prefill: Option<String>,
+}
+
+/// How one request of a batch ends, decided when the batch is created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ItemOutcome {
+    Reply {
+        content: Box<str>,
+        input_tokens: u32,
+        output_tokens: u32,
+    },
+    /// A server error for this request alone.
+    Error,
+    /// Not reached within the completion window.
+    Expired,
+}
+
+/// A request of a batch with its fate.
+#[derive(Debug, Clone)]
+pub(crate) struct Item {
+    pub custom_id: Box<str>,
+    pub model: Box<str>,
+    pub outcome: ItemOutcome,
+}
+
+/// Where a batch is on its timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Validating,
+    /// `done` requests (in order) are processed.
+    InProgress {
+        done: usize,
+    },
+    Finalizing,
+    Cancelling {
+        done: usize,
+    },
+    /// Results are ready; `done` requests were processed (all of them unless cancelled).
+    Ended {
+        at_ms: u64,
+        done: usize,
+        cancelled: bool,
+    },
+}
+
+/// One batch.
+#[derive(Debug)]
+pub(crate) struct Batch {
+    pub id: String,
+    pub provider: Provider,
+    pub created_ms: u64,
+    pub processing_ms: u64,
+    pub items: Vec<Item>,
+    pub cancel_requested_ms: Option<u64>,
+    /// Dialect-specific fields kept as given (OpenAI: endpoint, input file, metadata).
+    pub meta: serde_json::Value,
+    /// Ids of the result files, once the batch ended (OpenAI).
+    pub output_file_id: Option<String>,
+    pub error_file_id: Option<String>,
+}
+
+/// Requests counted by their outcome so far.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub processing: usize,
+    pub succeeded: usize,
+    pub errored: usize,
+    pub expired: usize,
+    pub canceled: usize,
+}
+
+impl Batch {
+    /// Judges every request now; what a client sees follows from the clock.
+    pub fn new(
+        id: String,
+        provider: Provider,
+        cfg: &FakeProviderArgs,
+        requests: Vec<BatchRequest>,
+        created_ms: u64,
+    ) -> Self {
+        let items = requests
+            .into_iter()
+            .map(|r| Item {
+                outcome: judge(cfg, &id, &r),
+                custom_id: r.custom_id.into(),
+                model: r.model.into(),
+            })
+            .collect();
+        Self {
+            id,
+            provider,
+            created_ms,
+            processing_ms: cfg.batch_processing_ms,
+            items,
+            cancel_requested_ms: None,
+            meta: serde_json::Value::Null,
+            output_file_id: None,
+            error_file_id: None,
+        }
+    }
+
+    fn step_ms(&self) -> u64 {
+        self.processing_ms / 10
+    }
+
+    /// Requests processed by `at_ms` (in order, evenly over the in-progress stretch).
+    fn done_at(&self, at_ms: u64) -> usize {
+        let start = self.created_ms + self.step_ms();
+        let end = self.created_ms + self.processing_ms;
+        if at_ms >= end {
+            return self.items.len();
+        }
+        if at_ms <= start {
+            return 0;
+        }
+        let share = (at_ms - start) as f64 / (end - start) as f64;
+        ((self.items.len() as f64) * share) as usize
+    }
+
+    /// Where the batch is at `now_ms`.
+    pub fn phase(&self, now_ms: u64) -> Phase {
+        if let Some(asked) = self.cancel_requested_ms {
+            let done = self.done_at(asked);
+            let at_ms = asked + self.step_ms();
+            return if done == self.items.len() && asked >= self.end_ms() {
+                Phase::Ended {
+                    at_ms: self.end_ms(),
+                    done,
+                    cancelled: false,
+                }
+            } else if now_ms < at_ms {
+                Phase::Cancelling { done }
+            } else {
+                Phase::Ended {
+                    at_ms,
+                    done,
+                    cancelled: true,
+                }
+            };
+        }
+        let elapsed = now_ms.saturating_sub(self.created_ms);
+        if elapsed < self.step_ms() {
+            Phase::Validating
+        } else if elapsed < self.processing_ms {
+            Phase::InProgress {
+                done: self.done_at(now_ms),
+            }
+        } else if now_ms < self.end_ms() {
+            Phase::Finalizing
+        } else {
+            Phase::Ended {
+                at_ms: self.end_ms(),
+                done: self.items.len(),
+                cancelled: false,
+            }
+        }
+    }
+
+    /// When an uncancelled batch ends.
+    pub fn end_ms(&self) -> u64 {
+        self.created_ms + self.processing_ms + self.step_ms()
+    }
+
+    /// Whether a cancel can still change anything.
+    pub fn cancellable(&self, now_ms: u64) -> bool {
+        !matches!(self.phase(now_ms), Phase::Ended { .. }) && self.cancel_requested_ms.is_none()
+    }
+
+    /// The counts at `now_ms`: expiries show only once the batch ended.
+    pub fn counts(&self, now_ms: u64) -> Counts {
+        let (done, ended) = match self.phase(now_ms) {
+            Phase::Validating => (0, false),
+            Phase::InProgress { done } | Phase::Cancelling { done } => (done, false),
+            Phase::Finalizing => (self.items.len(), false),
+            Phase::Ended { done, .. } => (done, true),
+        };
+        let mut counts = Counts::default();
+        for i in 0..self.items.len() {
+            match self.fate(i, done, ended) {
+                Some(Fate::Reply) => counts.succeeded += 1,
+                Some(Fate::Error) => counts.errored += 1,
+                Some(Fate::Expired) => counts.expired += 1,
+                Some(Fate::Canceled) => counts.canceled += 1,
+                None => counts.processing += 1,
+            }
+        }
+        counts
+    }
+
+    /// What became of request `i` given `done` processed requests (None: not yet known).
+    pub fn fate(&self, i: usize, done: usize, ended: bool) -> Option<Fate> {
+        let item = &self.items[i];
+        if i < done {
+            return Some(match item.outcome {
+                ItemOutcome::Reply { .. } => Fate::Reply,
+                ItemOutcome::Error => Fate::Error,
+                ItemOutcome::Expired if ended => Fate::Expired,
+                ItemOutcome::Expired => return None,
+            });
+        }
+        ended.then_some(Fate::Canceled)
+    }
+
+    /// Every request's final fate, once the batch ended.
+    pub fn results(&self, now_ms: u64) -> Option<impl Iterator<Item = (&Item, Fate)> + '_> {
+        let Phase::Ended { done, .. } = self.phase(now_ms) else {
+            return None;
+        };
+        Some(self.items.iter().enumerate().map(move |(i, item)| {
+            let fate = self.fate(i, done, true).unwrap_or(Fate::Canceled);
+            (item, fate)
+        }))
+    }
+
+    /// Whether any request expired (an OpenAI batch then ends `expired`).
+    pub fn has_expiries(&self) -> bool {
+        self.items
+            .iter()
+            .any(|item| item.outcome == ItemOutcome::Expired)
+    }
+}
+
+/// A request's final fate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fate {
+    Reply,
+    Error,
+    Expired,
+    Canceled,
+}
+
+/// The verdict a live call would give (same score: a pure function of seed and prompt), dressed
+/// the same way, with per-request errors and expiries drawn from (seed, batch, custom_id).
+fn judge(cfg: &FakeProviderArgs, batch_id: &str, request: &BatchRequest) -> ItemOutcome {
+    let draw = stable_hash(cfg.seed ^ stable_hash(0, batch_id), &request.custom_id);
+    let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
+    if u < cfg.batch_expiry_rate {
+        return ItemOutcome::Expired;
+    }
+    if u < cfg.batch_expiry_rate + cfg.batch_error_rate {
+        return ItemOutcome::Error;
+    }
+    let verdict = Verdict::for_prompt(cfg.seed, &request.prompt).json();
+    let style = stable_hash(cfg.seed ^ 0x77a9, &request.prompt);
+    let wrap_draw = (style >> 11) as f64 / (1u64 << 53) as f64;
+    let content = match request.prefill.as_deref() {
+        Some(prefill) if verdict.starts_with(prefill) => verdict[prefill.len()..].to_owned(),
+        Some(_) => verdict,
+        None if !request.bare_json && wrap_draw < cfg.wrap_rate => wrap(&verdict, style as u32),
+        None => verdict,
+    };
+    ItemOutcome::Reply {
+        input_tokens: estimate_tokens(&request.prompt),
+        output_tokens: estimate_tokens(&content),
+        content: content.into(),
+    }
+}
+
+/// A stable id seed for the `n`th result of a batch (its message or completion id).
+pub(crate) fn item_id(batch_id: &str, n: usize) -> u64 {
+    stable_hash(n as u64, batch_id)
+}
+
+/// One page of a newest-first listing.
+pub(crate) struct Page<'a> {
+    pub ids: &'a [String],
+    pub has_more: bool,
+}
+
+/// The page of at most `limit` ids that follows `after` (or, with `before`, precedes it) in
+/// `ids`; both providers page this way (OpenAI names the cursor `after`).
+pub(crate) fn page<'a>(
+    ids: &'a [String],
+    after: Option<&String>,
+    before: Option<&String>,
+    limit: usize,
+) -> Page<'a> {
+    let position = |cursor: &String| ids.iter().position(|id| id == cursor);
+    let (start, end) = match (after, before) {
+        (Some(after), _) => {
+            let start = position(after).map_or(ids.len(), |i| i + 1);
+            (start, (start + limit).min(ids.len()))
+        }
+        (None, Some(before)) => {
+            let end = position(before).unwrap_or(0);
+            (end.saturating_sub(limit), end)
+        }
+        (None, None) => (0, limit.min(ids.len())),
+    };
+    let has_more = if before.is_some() && after.is_none() {
+        start > 0
+    } else {
+        end < ids.len()
+    };
+    Page {
+        ids: &ids[start..end],
+        has_more,
+    }
+}
+
+/// Every batch of both dialects, newest last, and the OpenAI files.
+#[derive(Debug, Default)]
+pub(crate) struct Batches {
+    inner: Mutex<Inner>,
+    ledger: BatchLedger,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    batches: HashMap<String, Arc<Mutex<Batch>>>,
+    order: Vec<(Provider, String)>,
+    files: HashMap<String, Arc<openai_files::File>>,
+}
+
+impl Batches {
+    /// Registers a batch and counts its requests in the ledger.
+    pub(crate) fn insert(&self, batch: Batch) -> Arc<Mutex<Batch>> {
+        for item in &batch.items {
+            self.ledger.count(batch.provider, &item.custom_id);
+        }
+        let mut inner = self.lock();
+        let id = batch.id.clone();
+        inner.order.push((batch.provider, id.clone()));
+        let batch = Arc::new(Mutex::new(batch));
+        inner.batches.insert(id, Arc::clone(&batch));
+        batch
+    }
+
+    /// The batch with this id, if it belongs to `provider`.
+    pub(crate) fn get(&self, provider: Provider, id: &str) -> Option<Arc<Mutex<Batch>>> {
+        let batch = Arc::clone(self.lock().batches.get(id)?);
+        let same = batch.lock().unwrap_or_else(|e| e.into_inner()).provider == provider;
+        same.then_some(batch)
+    }
+
+    /// The ids of `provider`'s batches, newest first.
+    pub(crate) fn ids_newest_first(&self, provider: Provider) -> Vec<String> {
+        self.lock()
+            .order
+            .iter()
+            .rev()
+            .filter(|(p, _)| *p == provider)
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+
+    pub(crate) fn put_file(&self, file: openai_files::File) -> Arc<openai_files::File> {
+        let file = Arc::new(file);
+        self.lock().files.insert(file.id.clone(), Arc::clone(&file));
+        file
+    }
+
+    pub(crate) fn file(&self, id: &str) -> Option<Arc<openai_files::File>> {
+        self.lock().files.get(id).cloned()
+    }
+
+    /// Requests accepted in batches, by `custom_id`.
+    pub(crate) fn ledger(&self) -> &BatchLedger {
+        &self.ledger
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(n: usize, cfg: &FakeProviderArgs) -> Batch {
+        let requests = (0..n)
+            .map(|i| BatchRequest {
+                custom_id: format!("req-{i}"),
+                model: "m".into(),
+                prompt: format!("Rate it as an integer from 1 to 5. Case {i}"),
+                bare_json: true,
+                prefill: None,
+            })
+            .collect();
+        Batch::new("b1".into(), Provider::OpenAi, cfg, requests, 1_000)
+    }
+
+    #[test]
+    fn pages_follow_and_precede_their_cursor() {
+        let ids: Vec<String> = (0..5).map(|i| format!("b{i}")).collect();
+        let first = page(&ids, None, None, 2);
+        assert_eq!((first.ids, first.has_more), (&ids[0..2], true));
+        let next = page(&ids, Some(&ids[1]), None, 2);
+        assert_eq!(next.ids, &ids[2..4]);
+        let last = page(&ids, Some(&ids[3]), None, 2);
+        assert_eq!((last.ids, last.has_more), (&ids[4..5], false));
+        let back = page(&ids, None, Some(&ids[3]), 2);
+        assert_eq!((back.ids, back.has_more), (&ids[1..3], true));
+    }
+
+    #[test]
+    fn a_batch_walks_its_timeline() {
+        let cfg = FakeProviderArgs {
+            batch_processing_ms: 1_000,
+            ..FakeProviderArgs::default()
+        };
+        let b = batch(10, &cfg);
+        assert_eq!(b.phase(1_050), Phase::Validating);
+        assert_eq!(b.phase(1_550), Phase::InProgress { done: 5 });
+        assert_eq!(b.counts(1_550).succeeded, 5);
+        assert_eq!(b.phase(2_050), Phase::Finalizing);
+        assert!(matches!(b.phase(2_100), Phase::Ended { done: 10, .. }));
+        assert_eq!(b.results(2_100).unwrap().count(), 10);
+        assert!(b.results(2_099).is_none());
+    }
+
+    #[test]
+    fn verdicts_match_the_live_endpoints() {
+        let b = batch(3, &FakeProviderArgs::default());
+        for (i, item) in b.items.iter().enumerate() {
+            let prompt = format!("Rate it as an integer from 1 to 5. Case {i}");
+            let ItemOutcome::Reply { content, .. } = &item.outcome else {
+                panic!("no reply");
+            };
+            assert_eq!(&**content, Verdict::for_prompt(7, &prompt).json());
+        }
+    }
+
+    #[test]
+    fn a_cancel_stops_what_was_not_processed() {
+        let mut b = batch(10, &FakeProviderArgs::default());
+        b.cancel_requested_ms = Some(1_550);
+        assert_eq!(b.phase(1_600), Phase::Cancelling { done: 5 });
+        let counts = b.counts(1_700);
+        assert_eq!((counts.succeeded, counts.canceled), (5, 5));
+        assert!(!b.cancellable(1_700));
+    }
+
+    #[test]
+    fn errors_and_expiries_follow_their_rates() {
+        let cfg = FakeProviderArgs {
+            batch_error_rate: 0.2,
+            batch_expiry_rate: 0.1,
+            ..FakeProviderArgs::default()
+        };
+        let b = batch(2_000, &cfg);
+        let counts = b.counts(u64::MAX / 2);
+        assert!((300..500).contains(&counts.errored), "{counts:?}");
+        assert!((120..280).contains(&counts.expired), "{counts:?}");
+        assert!(b.has_expiries());
+    }
+}
