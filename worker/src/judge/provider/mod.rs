@@ -10,6 +10,7 @@
 //! from every error message.
 
 mod anthropic;
+pub mod batch;
 #[cfg(test)]
 mod client_tests;
 mod error;
