@@ -40,8 +40,8 @@ pub fn print_estimate(
         estimate.examples
     );
     println!(
-        "{:<44} {:>9} {:>13} {:>13} {:>12} {:>12}",
-        "judge", "calls", "input tok", "output tok", "cost USD", "max USD"
+        "{:<44} {:>9} {:>13} {:>13} {:>12} {:>12} {:>12}",
+        "judge", "calls", "input tok", "output tok", "live USD", "batch USD", "max USD"
     );
     let total = estimate.total();
     for (judge, m) in estimate
@@ -55,10 +55,24 @@ pub fn print_estimate(
             "  (no price configured)"
         };
         println!(
-            "{judge:<44} {:>9} {:>13} {:>13} {:>12.4} {:>12.4}{unpriced}",
-            m.calls, m.input_tokens, m.output_tokens_expected, m.cost_usd_expected, m.cost_usd_max
+            "{judge:<44} {:>9} {:>13} {:>13} {:>12.4} {:>12.4} {:>12.4}{unpriced}",
+            m.calls,
+            m.input_tokens,
+            m.output_tokens_expected,
+            m.cost_usd_expected,
+            m.batch_cost_usd_expected,
+            m.cost_usd_max
         );
     }
+    let mode = if config.judges.batches() {
+        "batch (the providers' Batch APIs) where configured"
+    } else {
+        "live"
+    };
+    println!(
+        "judge mode: {mode} — expected cost {:.4} USD; batch prices are live × each provider's batch_discount",
+        total.mode_cost_usd_expected
+    );
     println!("output tokens assume {TYPICAL_REPLY_TOKENS} per reply (max USD: every reply at max_tokens); re-asks and cache hits are not counted");
     if estimate.unroutable > 0 {
         println!(
@@ -69,7 +83,7 @@ pub fn print_estimate(
     if let Some(budget) = config.judges.budget_usd {
         println!(
             "budget: {budget:.4} USD — {}",
-            if total.cost_usd_expected <= budget {
+            if total.mode_cost_usd_expected <= budget {
                 "expected to fit"
             } else {
                 "expected to run out"

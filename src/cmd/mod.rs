@@ -50,6 +50,10 @@ pub fn parse_judge(s: &str) -> Result<evalfleet_worker::JudgeMode, String> {
     s.parse()
 }
 
+pub fn parse_call_mode(s: &str) -> Result<evalfleet_shared::config::CallMode, String> {
+    s.parse()
+}
+
 /// The dataset's size, failing early (and as bad input) when it cannot be read.
 pub fn dataset_len(path: &Path) -> anyhow::Result<u64> {
     let meta = std::fs::metadata(path)

@@ -11,6 +11,7 @@ use clap::Args;
 use evalfleet_aggregator::write_reports;
 use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
+use evalfleet_shared::config::CallMode;
 use evalfleet_shared::config::Config;
 use evalfleet_shared::dataset::Format;
 use evalfleet_shared::report::{ReportInput, RunInfo};
@@ -41,6 +42,11 @@ pub struct RunArgs {
     /// `judges:` in the config).
     #[arg(long, default_value = "heuristic", value_parser = crate::cmd::parse_judge)]
     pub judge: JudgeMode,
+    /// How a live judge's questions reach the providers: live (one call each) or batch (the
+    /// providers' Batch APIs, half the price, answers within 24 hours). Overrides
+    /// `judges.mode` and every provider's own `mode`.
+    #[arg(long, value_parser = crate::cmd::parse_call_mode)]
+    pub judge_mode: Option<CallMode>,
     /// Print the judge calls, tokens and cost a live run would make, and exit: nothing is sent.
     #[arg(long)]
     pub estimate: bool,
@@ -68,13 +74,19 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     if let Some(budget) = args.budget {
         config.judges.budget_usd = Some(budget);
     }
+    if let Some(mode) = args.judge_mode {
+        config.judges.set_mode(mode);
+    }
     if args.estimate {
         return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
     let judge = build_judge(args.judge, &config)?;
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
-        // Offline judges are CPU-bound (one task per core); live ones wait on the network.
+        // In batch mode examples wait in memory for their batch: as many at once as make a
+        // good batch. Offline judges are CPU-bound (one task per core); live ones wait on the
+        // network.
+        0 if live && config.judges.batches() => BATCH_CONCURRENCY,
         0 if live => 128,
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
@@ -224,6 +236,10 @@ fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
         );
     }
 }
+
+/// Examples in flight at once in batch mode unless `--concurrency` says otherwise: each waits
+/// in memory (a few KB) for its batch, and the batches gather up to this many questions.
+const BATCH_CONCURRENCY: usize = 10_000;
 
 fn build_judge(mode: JudgeMode, config: &Config) -> anyhow::Result<Judge> {
     Ok(match mode {

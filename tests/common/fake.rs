@@ -92,6 +92,15 @@ impl FakeServer {
             .collect()
     }
 
+    /// `GET path` of either provider's API, with the key both ways and `anthropic-version`.
+    pub fn api_get(&self, path: &str) -> Value {
+        let key = &self.key;
+        let headers = format!(
+            "Authorization: Bearer {key}\r\nx-api-key: {key}\r\nanthropic-version: 2023-06-01\r\n"
+        );
+        http(self.addr, "GET", path, None, &headers)
+    }
+
     /// `POST /admin/config` with a partial update; returns the options now in force.
     pub fn admin(&self, patch: Value) -> Value {
         admin(self.addr, patch)
@@ -133,16 +142,16 @@ pub fn total(stats: &Value) -> u64 {
 
 /// `GET path` on the fake, as JSON (status 200 required).
 pub fn get(addr: SocketAddr, path: &str) -> Value {
-    http(addr, "GET", path, None)
+    http(addr, "GET", path, None, "")
 }
 
 /// `POST /admin/config`.
 pub fn admin(addr: SocketAddr, patch: Value) -> Value {
-    http(addr, "POST", "/admin/config", Some(&patch))
+    http(addr, "POST", "/admin/config", Some(&patch), "")
 }
 
 /// One HTTP/1.1 exchange over a plain socket (`Connection: close`, so the body runs to EOF).
-fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Value {
+fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>, headers: &str) -> Value {
     let body = body.map(Value::to_string).unwrap_or_default();
     let mut stream = TcpStream::connect(addr).expect("connecting to the fake provider");
     stream
@@ -150,7 +159,7 @@ fn http(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Val
         .expect("socket timeout");
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         {headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).expect("sending");
@@ -183,6 +192,8 @@ pub struct LiveConfig {
     pub prices: Vec<(&'static str, f64, f64)>,
     /// Point the Anthropic provider at another server than the OpenAI one.
     pub anthropic_at: Option<SocketAddr>,
+    /// More of the `judges:` section, verbatim (two-space indented keys).
+    pub extra: String,
 }
 
 impl Default for LiveConfig {
@@ -199,6 +210,7 @@ impl Default for LiveConfig {
             panel: Vec::new(),
             prices: Vec::new(),
             anthropic_at: None,
+            extra: String::new(),
         }
     }
 }
@@ -236,6 +248,7 @@ impl LiveConfig {
                 );
             }
         }
+        y += &self.extra;
         y
     }
 }

@@ -11,8 +11,14 @@ use evalfleet_shared::suite::{Suite, SuiteKind};
 
 use prometheus::{
     CounterVec, Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
-    IntGauge, Opts, Registry, TextEncoder,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
+
+/// Buckets for a provider batch's turnaround: from 10 s to the 24-hour window (and past it).
+const BATCH_BUCKETS: [f64; 12] = [
+    10.0, 30.0, 60.0, 300.0, 900.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0, 28_800.0, 57_600.0,
+    86_400.0,
+];
 
 /// Buckets for work that waits on LLMs: from 10 ms to 10 minutes.
 const LLM_BUCKETS: [f64; 16] = [
@@ -30,6 +36,11 @@ pub struct WorkerMetrics {
     pub judge_cost: CounterVec,
     pub rate_limit_wait: CounterVec,
     pub inflight: IntGauge,
+    pub batches: IntGaugeVec,
+    pub batches_finished: IntCounterVec,
+    pub batch_requests: IntGaugeVec,
+    pub batch_turnaround: HistogramVec,
+    pub batch_request_errors: IntCounterVec,
     pub redelivered: IntCounter,
     pub dead_lettered: IntCounter,
 }
@@ -42,6 +53,11 @@ fn build() -> prometheus::Result<WorkerMetrics> {
             registry.register(Box::new(c.clone()))?;
             Ok(c)
         };
+    let gauge_vec = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntGaugeVec> {
+        let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
+        registry.register(Box::new(g.clone()))?;
+        Ok(g)
+    };
     let float_vec = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<CounterVec> {
         let c = CounterVec::new(Opts::new(name, help), labels)?;
         registry.register(Box::new(c.clone()))?;
@@ -109,6 +125,40 @@ fn build() -> prometheus::Result<WorkerMetrics> {
             registry.register(Box::new(g.clone()))?;
             g
         },
+        batches: gauge_vec(
+            "evalfleet_batches",
+            "Provider batches of this process by state (submitting, running).",
+            &["provider", "state"],
+        )?,
+        batches_finished: counter_vec(
+            "evalfleet_batches_finished_total",
+            "Provider batches seen through, by how they ended (ended: results downloaded; \
+             failed: refused, failed or unreadable).",
+            &["provider", "state"],
+        )?,
+        batch_requests: gauge_vec(
+            "evalfleet_batch_requests",
+            "Judge requests in batch mode by state: pending (gathered, not sent) or in_batches.",
+            &["provider", "state"],
+        )?,
+        batch_turnaround: {
+            let h = HistogramVec::new(
+                HistogramOpts::new(
+                    "evalfleet_batch_turnaround_seconds",
+                    "Time from a batch's submission to its downloaded results.",
+                )
+                .buckets(BATCH_BUCKETS.to_vec()),
+                &["provider"],
+            )?;
+            registry.register(Box::new(h.clone()))?;
+            h
+        },
+        batch_request_errors: counter_vec(
+            "evalfleet_batch_request_errors_total",
+            "Batch requests that came back without a reply, by kind (errored, expired, \
+             canceled, missing).",
+            &["provider", "kind"],
+        )?,
         redelivered: {
             let c = IntCounter::new(
                 "evalfleet_messages_redelivered_total",

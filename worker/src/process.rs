@@ -72,7 +72,8 @@ async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant)
     let example = &msg.example;
     let tasks = judge_tasks(suite, example);
     let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
-    match judge.judge(example, &tasks).await {
+    let key = crate::judge::batch::example_key(&msg.run_id, msg.index);
+    match judge.judge(example, &tasks, &key).await {
         Ok(judged) => {
             let effort = Effort {
                 usage: judged.usage,

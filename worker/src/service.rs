@@ -176,6 +176,14 @@ impl<D: RunDirectory> FleetRuns<D> {
                 } else {
                     Arc::new(NoCache)
                 };
+                if spec.judges.batches() {
+                    // Holding messages for a batch's hours would meet the broker's consumer
+                    // timeout, and a redelivery would pay for a request twice.
+                    return Err(WorkerError::Stopped(
+                        "the run asks for judges.mode batch, which fleet workers do not take yet"
+                            .into(),
+                    ));
+                }
                 let mut live = LiveJudge::new(&spec.judges, cache).map_err(WorkerError::Stopped)?;
                 if let Some(limiter) = &self.limiter {
                     live = live.with_shared_limiter(limiter.clone());

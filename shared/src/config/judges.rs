@@ -51,6 +51,104 @@ pub struct ProviderConfig {
     /// Output-token cap per judge call.
     #[serde(default = "default_max_tokens")]
     pub max_tokens: u32,
+    /// This provider's judge calls go `live` or into provider `batch`es; unset = `judges.mode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<CallMode>,
+    /// The share of the live price a batch request costs (OpenAI and Anthropic: 0.5).
+    #[serde(default = "default_batch_discount")]
+    pub batch_discount: f64,
+}
+
+/// How judge calls reach a provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallMode {
+    /// One HTTP call per question, as the answer is needed.
+    #[default]
+    Live,
+    /// Collected into the provider's Batch API: half the price, answers within 24 hours.
+    Batch,
+}
+
+impl CallMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CallMode::Live => "live",
+            CallMode::Batch => "batch",
+        }
+    }
+}
+
+impl std::str::FromStr for CallMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "live" => Ok(CallMode::Live),
+            "batch" => Ok(CallMode::Batch),
+            _ => Err(format!("unknown judge mode '{s}': use live or batch")),
+        }
+    }
+}
+
+/// What a request that did not come back from a batch (errored, expired, cancelled) gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchFallback {
+    /// Another batch, up to `judges.retry.max_attempts` in all.
+    #[default]
+    Retry,
+    /// A live call, with the live retry policy.
+    Live,
+}
+
+/// How judge requests are packed into provider batches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchConfig {
+    /// Requests per batch; unset = the provider's limit (OpenAI 50,000; Anthropic 100,000).
+    pub max_requests: Option<usize>,
+    /// Bytes per batch input; unset = the provider's limit (OpenAI 200 MB; Anthropic 256 MB).
+    pub max_bytes: Option<usize>,
+    /// Submit a partial batch once its oldest request waited this long.
+    pub max_wait_s: f64,
+    /// The first wait between two status polls of a batch; it doubles up to `max_poll_s`.
+    pub poll_s: f64,
+    pub max_poll_s: f64,
+    pub fallback: BatchFallback,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            max_requests: None,
+            max_bytes: None,
+            max_wait_s: 60.0,
+            poll_s: 5.0,
+            max_poll_s: 300.0,
+            fallback: BatchFallback::Retry,
+        }
+    }
+}
+
+impl BatchConfig {
+    /// The most requests one batch of an `api` provider takes.
+    pub fn requests_limit(&self, api: Api) -> usize {
+        let provider = match api {
+            Api::Openai => 50_000,
+            Api::Anthropic => 100_000,
+        };
+        self.max_requests.map_or(provider, |n| n.min(provider))
+    }
+
+    /// The most bytes one batch of an `api` provider takes.
+    pub fn bytes_limit(&self, api: Api) -> usize {
+        let provider = match api {
+            Api::Openai => 200_000_000,
+            Api::Anthropic => 256_000_000,
+        };
+        self.max_bytes.map_or(provider, |n| n.min(provider))
+    }
 }
 
 fn default_in_flight() -> u32 {
@@ -67,6 +165,9 @@ fn default_anthropic_version() -> String {
 }
 fn default_max_tokens() -> u32 {
     300
+}
+fn default_batch_discount() -> f64 {
+    0.5
 }
 
 /// Exponential backoff with full jitter (DESIGN §2.5); `Retry-After` wins when longer.
@@ -118,6 +219,10 @@ pub struct JudgeConfig {
     pub budget_usd: Option<f64>,
     /// Answer a repeated prompt to the same judge model from the cache.
     pub cache: bool,
+    /// How judge calls reach the providers (`live` or `batch`); a provider's own `mode` wins.
+    pub mode: CallMode,
+    /// Packing, polling and fallback of batch mode.
+    pub batch: BatchConfig,
 }
 
 impl Default for JudgeConfig {
@@ -134,6 +239,8 @@ impl Default for JudgeConfig {
             read_timeout_s: default_timeout(),
             anthropic_version: default_anthropic_version(),
             max_tokens: default_max_tokens(),
+            mode: None,
+            batch_discount: default_batch_discount(),
         };
         let map = |pairs: &[(&str, &str)]| {
             pairs
@@ -178,6 +285,8 @@ impl Default for JudgeConfig {
             .into(),
             budget_usd: None,
             cache: true,
+            mode: CallMode::Live,
+            batch: BatchConfig::default(),
         }
     }
 }
@@ -221,11 +330,55 @@ impl JudgeConfig {
                     "judges.providers.{name}.max_in_flight must be at least 1"
                 ));
             }
+            if !(p.batch_discount.is_finite() && (0.0..=1.0).contains(&p.batch_discount)) {
+                return Err(format!(
+                    "judges.providers.{name}.batch_discount must be in [0, 1], not {}",
+                    p.batch_discount
+                ));
+            }
+        }
+        let b = &self.batch;
+        for (key, value) in [
+            ("max_wait_s", b.max_wait_s),
+            ("poll_s", b.poll_s),
+            ("max_poll_s", b.max_poll_s),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(format!(
+                    "judges.batch.{key} must be a positive number of seconds, not {value}"
+                ));
+            }
+        }
+        if b.max_requests == Some(0) || b.max_bytes == Some(0) {
+            return Err("judges.batch.max_requests and max_bytes must be at least 1".into());
         }
         if self.retry.max_attempts == 0 {
             return Err("judges.retry.max_attempts must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// How calls to provider `name` go: its own `mode`, else `judges.mode`.
+    pub fn mode_of(&self, name: &str) -> CallMode {
+        self.providers
+            .get(name)
+            .and_then(|p| p.mode)
+            .unwrap_or(self.mode)
+    }
+
+    /// Sends every provider's calls `mode`'s way (`--judge-mode`).
+    pub fn set_mode(&mut self, mode: CallMode) {
+        self.mode = mode;
+        for provider in self.providers.values_mut() {
+            provider.mode = None;
+        }
+    }
+
+    /// Whether any provider takes batches.
+    pub fn batches(&self) -> bool {
+        self.providers
+            .keys()
+            .any(|name| self.mode_of(name) == CallMode::Batch)
     }
 
     /// The judge providers for an example whose response came from `response_provider`.

@@ -12,7 +12,9 @@ use crate::routing::ProviderRules;
 
 mod judges;
 
-pub use judges::{Api, JudgeConfig, Price, ProviderConfig, RetryConfig};
+pub use judges::{
+    Api, BatchConfig, BatchFallback, CallMode, JudgeConfig, Price, ProviderConfig, RetryConfig,
+};
 
 /// The file `run` and `validate` read when no `--config` is given and it exists.
 pub const DEFAULT_PATH: &str = "config/evalfleet.yaml";

@@ -12,17 +12,19 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use backon::{ExponentialBuilder, Retryable};
-use evalfleet_shared::config::{JudgeConfig, ProviderConfig};
+use backon::Retryable;
+use evalfleet_shared::config::{BatchFallback, CallMode, JudgeConfig, ProviderConfig};
 use evalfleet_shared::evaluate::{Example, JudgeTask};
 use evalfleet_shared::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
 use evalfleet_shared::shared_limit::SharedLimiter;
 
 use super::accounting::Accounting;
+use super::batch::{Batcher, BatcherOptions};
 use super::cache::{CachedVerdict, JudgeCache};
 use super::limit::{Adaptive, Quotas, Signal, Verdict};
 use super::prompt::{self, Prompt};
-use super::provider::{CallError, ChatRequest, Completion, ProviderClient};
+use super::provider::batch::{encode_line, BatchItem};
+use super::provider::{CallError, ChatRequest, Completion, ProviderClient, TokenUsage};
 use super::reply::parse_verdict;
 use super::{JudgeFailure, JudgeOutcome};
 use crate::metrics::metrics;
@@ -31,10 +33,20 @@ use crate::metrics::metrics;
 pub struct ProviderRuntime {
     pub name: String,
     pub model: String,
-    client: ProviderClient,
+    client: Arc<ProviderClient>,
     quotas: Quotas,
     pub adaptive: Adaptive,
     max_tokens: u32,
+    /// Batch mode: the coordinator, started on the first question (inside the runtime).
+    batch: Option<(BatcherOptions, OnceLock<Batcher>)>,
+    batch_discount: f64,
+}
+
+impl ProviderRuntime {
+    fn batcher(&self) -> Option<&Batcher> {
+        let (options, batcher) = self.batch.as_ref()?;
+        Some(batcher.get_or_init(|| Batcher::spawn(self.client.clone(), options.clone())))
+    }
 }
 
 pub struct LiveJudge {
@@ -61,6 +73,8 @@ enum Asked {
 /// What the calls of one example cost, accumulated across its questions.
 #[derive(Default)]
 struct Tally {
+    /// The example's key, for batch custom_ids.
+    key: String,
     attempts: AtomicU32,
     usage: Mutex<Usage>,
     last_status: Mutex<Option<u16>>,
@@ -87,13 +101,25 @@ impl LiveJudge {
             })?;
             let client = ProviderClient::new(pc, key)
                 .map_err(|e| format!("judge provider '{name}': {e}"))?;
+            let batch = (config.mode_of(name) == CallMode::Batch).then(|| {
+                let options = BatcherOptions {
+                    provider: name.clone(),
+                    api: pc.api,
+                    batch: config.batch.clone(),
+                    retry: config.retry.clone(),
+                    tag: format!("evalfleet-{name}"),
+                };
+                (options, OnceLock::new())
+            });
             let runtime = ProviderRuntime {
                 name: name.clone(),
                 model: config.judge_models[name].clone(),
-                client,
+                client: Arc::new(client),
                 quotas: Quotas::new(pc.rpm, pc.tpm),
                 adaptive: Adaptive::new(pc.max_in_flight),
                 max_tokens: pc.max_tokens,
+                batch,
+                batch_discount: pc.batch_discount,
             };
             providers.insert(name.clone(), runtime);
         }
@@ -123,12 +149,18 @@ impl LiveJudge {
     }
 
     /// Scores every task of one example with its judges (one, or the configured panel).
+    /// `key` names the example uniquely across runs (see [`super::batch::example_key`]); batch
+    /// requests' custom_ids are built from it.
     pub async fn judge(
         &self,
         example: &Example,
         tasks: &[JudgeTask<'_>],
+        key: &str,
     ) -> Result<JudgeOutcome, JudgeFailure> {
-        let tally = Tally::default();
+        let tally = Tally {
+            key: key.to_owned(),
+            ..Tally::default()
+        };
         let result = self.judge_all(example, tasks, &tally).await;
         let usage = tally.usage.into_inner().unwrap_or_default();
         let attempts = tally.attempts.into_inner();
@@ -162,13 +194,14 @@ impl LiveJudge {
             .judges_for(example.response_provider())
             .map_err(|reason| JudgeFailure::new(reason, false))?;
         let mut scores = Vec::with_capacity(tasks.len());
-        for task in tasks {
+        for (t, task) in tasks.iter().enumerate() {
             let mut verdicts = Vec::with_capacity(judges.len());
-            for name in &judges {
+            for (j, name) in judges.iter().enumerate() {
                 let rt = self.providers.get(*name).ok_or_else(|| {
                     JudgeFailure::new(format!("judge provider '{name}' is not configured"), false)
                 })?;
-                let asked = self.ask(rt, task, tally).await?;
+                let question = format!("{}-{t}-{j}", tally.key);
+                let asked = self.ask(rt, task, tally, &question).await?;
                 verdicts.push((
                     JudgeId {
                         provider: rt.name.clone(),
@@ -190,6 +223,7 @@ impl LiveJudge {
         rt: &ProviderRuntime,
         task: &JudgeTask<'_>,
         tally: &Tally,
+        question: &str,
     ) -> Result<Asked, JudgeFailure> {
         let dim = task.dimension;
         let prompt = prompt::for_task(task).map_err(|reason| JudgeFailure::new(reason, false))?;
@@ -206,12 +240,16 @@ impl LiveJudge {
                 });
             }
         }
-        let first = self.call(rt, &prompt, tally).await?;
+        let first = self
+            .call(rt, &prompt, tally, &format!("{question}-a"))
+            .await?;
         let verdict = match parse_verdict(&first, dim.min, dim.max) {
             Ok(v) => v,
             Err(problem) => {
                 let again = prompt::reask(&prompt, &first, &problem);
-                let second = self.call(rt, &again, tally).await?;
+                let second = self
+                    .call(rt, &again, tally, &format!("{question}-r"))
+                    .await?;
                 match parse_verdict(&second, dim.min, dim.max) {
                     Ok(v) => v,
                     Err(problem) => {
@@ -236,12 +274,14 @@ impl LiveJudge {
         })
     }
 
-    /// One judge call with admission control and retries; returns the reply text.
+    /// One judge question, live or through the provider's batches; returns the reply text.
+    /// `id` names the question (the example, dimension, judge, and first ask or re-ask).
     async fn call(
         &self,
         rt: &ProviderRuntime,
         prompt: &Prompt,
         tally: &Tally,
+        id: &str,
     ) -> Result<String, JudgeFailure> {
         if let Some(reason) = self.stopped() {
             return Err(JudgeFailure::new(reason.to_owned(), true));
@@ -249,17 +289,99 @@ impl LiveJudge {
         if !self.accounting.within_budget() {
             return Err(JudgeFailure::new("budget exhausted".into(), false));
         }
+        match rt.batcher() {
+            Some(batcher) => self.call_batch(rt, batcher, prompt, tally, id).await,
+            None => self.call_live(rt, prompt, tally).await,
+        }
+    }
+
+    /// A question through the provider's batches. A request that comes back without a reply
+    /// (errored, expired, cancelled) goes into a later batch, up to `judges.retry.max_attempts`
+    /// in all — or live at once with `judges.batch.fallback: live`.
+    async fn call_batch(
+        &self,
+        rt: &ProviderRuntime,
+        batcher: &Batcher,
+        prompt: &Prompt,
+        tally: &Tally,
+        id: &str,
+    ) -> Result<String, JudgeFailure> {
+        let request = ChatRequest {
+            model: &rt.model,
+            prompt,
+            max_tokens: rt.max_tokens,
+        };
+        let api = rt.client.api();
+        let mut last = String::new();
+        for attempt in 0..self.config.retry.max_attempts.max(1) {
+            let custom_id = format!("{id}{attempt}");
+            let line = encode_line(api, &custom_id, &request);
+            tally.attempts.fetch_add(1, Ordering::Relaxed);
+            match batcher.ask(custom_id, line).await {
+                BatchItem::Reply { text, usage } => {
+                    let cost = self.accounting.cost(&rt.model, usage.input, usage.output)
+                        * rt.batch_discount;
+                    self.bill(rt, tally, usage, cost);
+                    return Ok(text);
+                }
+                BatchItem::Errored {
+                    reason,
+                    retryable: false,
+                } => {
+                    let reason = format!("{reason} (judge {}/{}, batch)", rt.name, rt.model);
+                    return Err(JudgeFailure::new(reason, false));
+                }
+                BatchItem::Errored { reason, .. } => last = reason,
+                BatchItem::Expired => last = "expired in its batch".into(),
+                BatchItem::Canceled => last = "cancelled with its batch".into(),
+            }
+            if self.config.batch.fallback == BatchFallback::Live {
+                return self.call_live(rt, prompt, tally).await;
+            }
+        }
+        let reason = format!(
+            "{last} (judge {}/{}, batch, after {} attempts)",
+            rt.name, rt.model, self.config.retry.max_attempts
+        );
+        Err(JudgeFailure::new(reason, false))
+    }
+
+    /// Charges one reply's tokens and cost to the run, the example and the metrics.
+    fn bill(&self, rt: &ProviderRuntime, tally: &Tally, usage: TokenUsage, cost: f64) {
+        let m = metrics();
+        self.accounting.charge(cost);
+        m.judge_tokens
+            .with_label_values(&[&rt.name, &rt.model, "input"])
+            .inc_by(usage.input);
+        m.judge_tokens
+            .with_label_values(&[&rt.name, &rt.model, "output"])
+            .inc_by(usage.output);
+        m.judge_cost
+            .with_label_values(&[&rt.name, &rt.model])
+            .inc_by(cost);
+        if let Ok(mut u) = tally.usage.lock() {
+            u.add(&Usage {
+                input_tokens: usage.input,
+                output_tokens: usage.output,
+                cost_usd: cost,
+            });
+        }
+    }
+
+    /// One live judge call with admission control and retries; returns the reply text.
+    async fn call_live(
+        &self,
+        rt: &ProviderRuntime,
+        prompt: &Prompt,
+        tally: &Tally,
+    ) -> Result<String, JudgeFailure> {
         let request = ChatRequest {
             model: &rt.model,
             prompt,
             max_tokens: rt.max_tokens,
         };
         let estimate = ((prompt.system.len() + prompt.user.len()) / 4) as u32 + rt.max_tokens;
-        let retry = &self.config.retry;
-        let schedule = ExponentialBuilder::default()
-            .with_min_delay(Duration::from_millis(retry.base_delay_ms))
-            .with_max_delay(Duration::from_millis(retry.max_delay_ms))
-            .with_max_times(retry.max_attempts.saturating_sub(1) as usize);
+        let schedule = super::retry_schedule(&self.config.retry);
         let m = metrics();
         let attempt = || async {
             let waiting = Instant::now();
@@ -291,28 +413,9 @@ impl LiveJudge {
             .await;
         match result {
             Ok(completion) => {
-                let cost = self.accounting.cost(
-                    &rt.model,
-                    completion.usage.input,
-                    completion.usage.output,
-                );
-                self.accounting.charge(cost);
-                m.judge_tokens
-                    .with_label_values(&[&rt.name, &rt.model, "input"])
-                    .inc_by(completion.usage.input);
-                m.judge_tokens
-                    .with_label_values(&[&rt.name, &rt.model, "output"])
-                    .inc_by(completion.usage.output);
-                m.judge_cost
-                    .with_label_values(&[&rt.name, &rt.model])
-                    .inc_by(cost);
-                if let Ok(mut u) = tally.usage.lock() {
-                    u.add(&Usage {
-                        input_tokens: completion.usage.input,
-                        output_tokens: completion.usage.output,
-                        cost_usd: cost,
-                    });
-                }
+                let usage = completion.usage;
+                let cost = self.accounting.cost(&rt.model, usage.input, usage.output);
+                self.bill(rt, tally, usage, cost);
                 Ok(completion.text)
             }
             Err(e) => {

@@ -2,6 +2,7 @@
 //! asks real providers (OpenAI, Anthropic, any OpenAI-compatible server) through [`LiveJudge`].
 
 pub mod accounting;
+pub mod batch;
 pub mod estimate;
 pub mod limit;
 pub mod live;
@@ -10,6 +11,10 @@ pub mod provider;
 pub mod reply;
 
 use std::sync::Arc;
+use std::time::Duration;
+
+use backon::ExponentialBuilder;
+use evalfleet_shared::config::RetryConfig;
 
 use evalfleet_shared::evaluate::{heuristic_verdict, Example, JudgeTask};
 use evalfleet_shared::record::{Scores, Usage};
@@ -66,11 +71,12 @@ impl Judge {
         }
     }
 
-    /// Scores every task of one example.
+    /// Scores every task of one example; `key` names the example (see [`batch::example_key`]).
     pub async fn judge(
         &self,
         example: &Example,
         tasks: &[JudgeTask<'_>],
+        key: &str,
     ) -> Result<JudgeOutcome, JudgeFailure> {
         match self {
             Judge::None => Ok(JudgeOutcome::default()),
@@ -85,7 +91,16 @@ impl Judge {
                     attempts: 0,
                 })
             }
-            Judge::Live(live) => live.judge(example, tasks).await,
+            Judge::Live(live) => live.judge(example, tasks, key).await,
         }
     }
+}
+
+/// The backoff of `judges.retry`: exponential from `base_delay_ms` to `max_delay_ms`, at most
+/// `max_attempts` attempts in all. Live calls add full jitter; batch API calls do not need it.
+pub(crate) fn retry_schedule(retry: &RetryConfig) -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(retry.base_delay_ms))
+        .with_max_delay(Duration::from_millis(retry.max_delay_ms))
+        .with_max_times(retry.max_attempts.saturating_sub(1) as usize)
 }

@@ -98,13 +98,14 @@ pub fn framing_bytes(api: Api, lines: usize) -> usize {
     }
 }
 
-fn batch_body(api: Api, lines: &[Vec<u8>]) -> Vec<u8> {
-    let size = lines.iter().map(Vec::len).sum::<usize>() + framing_bytes(api, lines.len());
+fn batch_body<L: AsRef<[u8]>>(api: Api, lines: &[L]) -> Vec<u8> {
+    let size =
+        lines.iter().map(|l| l.as_ref().len()).sum::<usize>() + framing_bytes(api, lines.len());
     let mut body = Vec::with_capacity(size);
     match api {
         Api::Openai => {
             for line in lines {
-                body.extend_from_slice(line);
+                body.extend_from_slice(line.as_ref());
                 body.push(b'\n');
             }
         }
@@ -114,7 +115,7 @@ fn batch_body(api: Api, lines: &[Vec<u8>]) -> Vec<u8> {
                 if i > 0 {
                     body.push(b',');
                 }
-                body.extend_from_slice(line);
+                body.extend_from_slice(line.as_ref());
             }
             body.extend_from_slice(b"]}");
         }
@@ -171,9 +172,9 @@ impl ProviderClient {
 
     /// Submits encoded lines as one batch tagged `tag` (OpenAI: `metadata.evalfleet_tag`, so
     /// [`Self::find_batch`] can find it again), and returns its status.
-    pub async fn create_batch(
+    pub async fn create_batch<L: AsRef<[u8]>>(
         &self,
-        lines: &[Vec<u8>],
+        lines: &[L],
         tag: &str,
     ) -> Result<BatchStatus, CallError> {
         self.create(lines, tag)
@@ -181,7 +182,11 @@ impl ProviderClient {
             .map_err(|e| e.scrub(&self.api_key))
     }
 
-    async fn create(&self, lines: &[Vec<u8>], tag: &str) -> Result<BatchStatus, CallError> {
+    async fn create<L: AsRef<[u8]>>(
+        &self,
+        lines: &[L],
+        tag: &str,
+    ) -> Result<BatchStatus, CallError> {
         let body = batch_body(self.api, lines);
         let value = match self.api {
             Api::Openai => {

@@ -1,0 +1,187 @@
+//! Batch mode end to end: `evalfleet run --judge live --judge-mode batch` against the fake's
+//! OpenAI Batch and Anthropic Message Batches APIs over real sockets. A batch run must score
+//! exactly as a live run of the same dataset, at the batch price; runs larger than a batch are
+//! split within the limits; requests that come back errored or expired are retried in later
+//! batches, or answered live with `fallback: live`.
+
+mod common;
+
+use std::path::Path;
+
+use common::fake::{examples, run_live, total, write_dataset, FakeServer, LiveConfig};
+use common::{check_consistent, items, tempdir, u};
+use evalfleet_fake_provider::FakeProviderArgs;
+use serde_json::json;
+
+const BUNDLED: &str = "examples/support-judge.jsonl";
+const DIMS: [&str; 2] = ["relevance", "tone"];
+
+/// A config whose batches are polled fast and sent after a short wait.
+fn batch_config(extra_batch: &str) -> LiveConfig {
+    LiveConfig {
+        extra: format!("  batch: {{max_wait_s: 5, poll_s: 0.05, max_poll_s: 0.2{extra_batch}}}\n"),
+        ..LiveConfig::default()
+    }
+}
+
+fn fake(args: FakeProviderArgs) -> FakeServer {
+    FakeServer::start(FakeProviderArgs {
+        batch_processing_ms: 300,
+        ..args
+    })
+}
+
+/// Every batch the fake holds, both providers, as (provider, requests).
+fn batches(fake: &FakeServer) -> Vec<(&'static str, u64)> {
+    let mut out = Vec::new();
+    let openai = fake.api_get("/v1/batches?limit=100");
+    for b in openai["data"].as_array().expect("data") {
+        out.push(("openai", u(&b["request_counts"], "total")));
+    }
+    let anthropic = fake.api_get("/v1/messages/batches?limit=100");
+    for b in anthropic["data"].as_array().expect("data") {
+        let c = &b["request_counts"];
+        let n = ["processing", "succeeded", "errored", "canceled", "expired"]
+            .iter()
+            .map(|k| u(c, k))
+            .sum();
+        out.push(("anthropic", n));
+    }
+    out
+}
+
+#[test]
+fn a_batch_run_scores_as_a_live_run_does_at_half_the_price() {
+    let dir = tempdir();
+    let live_fake = fake(FakeProviderArgs::default());
+    let live_config = live_fake.config(dir.path(), &LiveConfig::default());
+    let live_out = dir.path().join("live");
+    let live = run_live(
+        Path::new(BUNDLED),
+        &live_config,
+        &live_out,
+        &live_fake.key,
+        &["-j", "8"],
+        &[],
+    );
+    let live = check_consistent(&live_out, &live).json;
+
+    let batch_fake = fake(FakeProviderArgs::default());
+    let batch_dir = tempdir();
+    let batch_config = batch_fake.config(batch_dir.path(), &batch_config(""));
+    let batch_out = dir.path().join("batch");
+    let run = run_live(
+        Path::new(BUNDLED),
+        &batch_config,
+        &batch_out,
+        &batch_fake.key,
+        &["--judge-mode", "batch"],
+        &[],
+    );
+    let batch = check_consistent(&batch_out, &run).json;
+
+    // The same scores, item by item, and the same aggregates.
+    assert_eq!(batch["totals"], live["totals"]);
+    for (b, l) in items(&batch).iter().zip(items(&live)) {
+        assert_eq!(b["id"], l["id"]);
+        for dim in DIMS {
+            assert_eq!(b[dim]["score"], l[dim]["score"], "{} {dim}", b["id"]);
+            assert_eq!(b[dim]["judge"], l[dim]["judge"], "{} {dim}", b["id"]);
+        }
+    }
+    assert_eq!(batch["dimensions"], live["dimensions"]);
+
+    // Nothing went live; every question went into a batch exactly once.
+    let stats = batch_fake.stats();
+    assert_eq!(total(&stats), 0, "live requests in a batch run: {stats}");
+    let ledger = &stats["batches"];
+    let requests = u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests");
+    assert_eq!(requests, u(&live["judge"], "calls"), "{ledger}");
+    for p in ["openai", "anthropic"] {
+        assert_eq!(ledger[p]["repeated_custom_ids"], json!([]), "{ledger}");
+        assert_eq!(ledger[p]["requests"], ledger[p]["distinct_custom_ids"]);
+    }
+    // The same tokens at half the price.
+    let (bu, lu) = (&batch["judge"]["usage"], &live["judge"]["usage"]);
+    assert_eq!(bu["input_tokens"], lu["input_tokens"]);
+    assert_eq!(bu["output_tokens"], lu["output_tokens"]);
+    let (bc, lc) = (
+        bu["cost_usd"].as_f64().unwrap(),
+        lu["cost_usd"].as_f64().unwrap(),
+    );
+    assert!(
+        lc > 0.0 && (bc - lc / 2.0).abs() < 1e-9,
+        "batch {bc} vs live {lc}"
+    );
+}
+
+#[test]
+fn a_run_larger_than_a_batch_is_split_and_failed_requests_are_retried() {
+    let fake = fake(FakeProviderArgs {
+        batch_error_rate: 0.15,
+        batch_expiry_rate: 0.1,
+        ..FakeProviderArgs::default()
+    });
+    let dir = tempdir();
+    let data = write_dataset(dir.path(), &examples(30, &["gpt-4o", "claude-3-5-sonnet"]));
+    let config = fake.config(dir.path(), &batch_config(", max_requests: 7"));
+    let out = dir.path().join("out");
+    let run = run_live(
+        &data,
+        &config,
+        &out,
+        &fake.key,
+        &["--judge-mode", "batch"],
+        &[],
+    );
+    let report = check_consistent(&out, &run).json;
+    assert_eq!(report["totals"]["ok"], json!(30), "{}", report["totals"]);
+    for r in items(&report) {
+        for dim in DIMS {
+            assert!(r[dim]["score"].is_number(), "{} {dim}: {}", r["id"], r[dim]);
+        }
+    }
+    let batches = batches(&fake);
+    assert!(
+        batches.len() >= 9,
+        "60 questions in batches of at most 7: {batches:?}"
+    );
+    assert!(batches.iter().all(|(_, n)| *n <= 7), "{batches:?}");
+    let stats = fake.stats();
+    let ledger = &stats["batches"];
+    let requests = u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests");
+    assert!(
+        requests > 60,
+        "errored and expired requests were retried: {ledger}"
+    );
+    assert_eq!(total(&stats), 0, "nothing went live: {stats}");
+}
+
+#[test]
+fn fallback_live_answers_what_the_batches_did_not() {
+    let fake = fake(FakeProviderArgs {
+        batch_error_rate: 1.0,
+        ..FakeProviderArgs::default()
+    });
+    let dir = tempdir();
+    let data = write_dataset(dir.path(), &examples(6, &["gpt-4o", "claude-3-5-sonnet"]));
+    let config = fake.config(dir.path(), &batch_config(", fallback: live"));
+    let out = dir.path().join("out");
+    let run = run_live(
+        &data,
+        &config,
+        &out,
+        &fake.key,
+        &["--judge-mode", "batch"],
+        &[],
+    );
+    let report = check_consistent(&out, &run).json;
+    assert_eq!(report["totals"]["ok"], json!(6), "{}", report["totals"]);
+    let stats = fake.stats();
+    assert_eq!(total(&stats), 12, "every question answered live: {stats}");
+    let ledger = &stats["batches"];
+    assert_eq!(
+        u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests"),
+        12
+    );
+}

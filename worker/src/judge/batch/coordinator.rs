@@ -1,0 +1,243 @@
+//! The coordinator loop of one provider: gather waiting requests into a [`Pack`], send a pack
+//! when it is full or its time is up, and see each sent batch through — create, poll with a
+//! doubling wait, download — to the answer of every request in it. Batches run concurrently;
+//! the loop ends when no handle can send more and every batch has answered.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use backon::Retryable;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use super::pack::{Fit, Pack};
+use super::{BatcherOptions, Waiting};
+use crate::judge::provider::batch::{BatchItem, BatchState, BatchStatus};
+use crate::judge::provider::{CallError, ProviderClient};
+use crate::judge::retry_schedule;
+use crate::metrics::metrics;
+
+pub(super) async fn run(
+    client: Arc<ProviderClient>,
+    options: BatcherOptions,
+    mut arrivals: mpsc::UnboundedReceiver<Waiting>,
+) {
+    let api = options.api;
+    let mut pack = Pack::new(
+        api,
+        options.batch.requests_limit(api),
+        options.batch.bytes_limit(api),
+        options.max_wait(),
+    );
+    let mut batches = JoinSet::new();
+    let mut open = true;
+    let pending = || {
+        metrics()
+            .batch_requests
+            .with_label_values(&[&options.provider, "pending"])
+    };
+    loop {
+        let deadline = pack.deadline().map(tokio::time::Instant::from_std);
+        tokio::select! {
+            arrived = arrivals.recv(), if open => {
+                let Some(waiting) = arrived else {
+                    open = false;
+                    if !pack.is_empty() {
+                        send(&mut batches, &mut pack, &client, &options);
+                    }
+                    continue;
+                };
+                match pack.fit(waiting.line.len()) {
+                    Fit::TooLarge { bytes, limit } => {
+                        let reason = format!(
+                            "the request is {bytes} bytes, more than a whole batch may hold \
+                             ({limit}, judges.batch.max_bytes)"
+                        );
+                        let _ = waiting.answer.send(BatchItem::Errored { reason, retryable: false });
+                        continue;
+                    }
+                    Fit::SendFirst => send(&mut batches, &mut pack, &client, &options),
+                    Fit::Fits => {}
+                }
+                pack.push(waiting, Instant::now());
+                pending().inc();
+                if pack.full() {
+                    send(&mut batches, &mut pack, &client, &options);
+                }
+            }
+            () = sleep_until(deadline), if deadline.is_some() => {
+                send(&mut batches, &mut pack, &client, &options);
+            }
+            Some(_) = batches.join_next(), if !batches.is_empty() => {}
+            else => break,
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends what the pack gathered as one batch, seen through on a task of its own.
+fn send(
+    batches: &mut JoinSet<()>,
+    pack: &mut Pack,
+    client: &Arc<ProviderClient>,
+    options: &BatcherOptions,
+) {
+    let waiting = pack.take();
+    metrics()
+        .batch_requests
+        .with_label_values(&[&options.provider, "pending"])
+        .sub(waiting.len() as i64);
+    batches.spawn(see_through(client.clone(), options.clone(), waiting));
+}
+
+/// One batch from create to the answer of each of its requests.
+async fn see_through(client: Arc<ProviderClient>, options: BatcherOptions, waiting: Vec<Waiting>) {
+    let m = metrics();
+    let provider = options.provider.as_str();
+    let started = Instant::now();
+    let in_batches = m
+        .batch_requests
+        .with_label_values(&[provider, "in_batches"]);
+    in_batches.add(waiting.len() as i64);
+    let outcome = run_batch(&client, &options, &waiting).await;
+    in_batches.sub(waiting.len() as i64);
+    let state = match &outcome {
+        Ok(_) => "ended",
+        Err(_) => "failed",
+    };
+    m.batches_finished
+        .with_label_values(&[provider, state])
+        .inc();
+    m.batch_turnaround
+        .with_label_values(&[provider])
+        .observe(started.elapsed().as_secs_f64());
+    let mut answers: HashMap<String, tokio::sync::oneshot::Sender<BatchItem>> = waiting
+        .into_iter()
+        .map(|w| (w.custom_id, w.answer))
+        .collect();
+    match outcome {
+        Ok(results) => {
+            for (custom_id, item) in results {
+                if let Some(answer) = answers.remove(&custom_id) {
+                    if let Some(kind) = error_kind(&item) {
+                        m.batch_request_errors
+                            .with_label_values(&[provider, kind])
+                            .inc();
+                    }
+                    let _ = answer.send(item);
+                }
+            }
+            for (_, answer) in answers.drain() {
+                m.batch_request_errors
+                    .with_label_values(&[provider, "missing"])
+                    .inc();
+                let _ = answer.send(BatchItem::Errored {
+                    reason: "missing from the batch's results".into(),
+                    retryable: true,
+                });
+            }
+        }
+        Err(item) => {
+            for (_, answer) in answers.drain() {
+                let _ = answer.send(item.clone());
+            }
+        }
+    }
+}
+
+/// Creates, polls and downloads one batch; `Err` is what every request of it gets instead.
+async fn run_batch(
+    client: &ProviderClient,
+    options: &BatcherOptions,
+    waiting: &[Waiting],
+) -> Result<Vec<(String, BatchItem)>, BatchItem> {
+    let m = metrics();
+    let provider = options.provider.as_str();
+    let open = m.batches.with_label_values(&[provider, "submitting"]);
+    open.inc();
+    let lines: Vec<&[u8]> = waiting.iter().map(|w| w.line.as_slice()).collect();
+    let created = persist(options, || client.create_batch(&lines, &options.tag)).await;
+    open.dec();
+    let mut status = created.map_err(|e| errored(&e))?;
+    tracing::info!(provider, batch = %status.id, requests = waiting.len(), "batch submitted");
+    let running = m.batches.with_label_values(&[provider, "running"]);
+    running.inc();
+    let ended = poll(client, options, &mut status).await;
+    running.dec();
+    ended?;
+    tracing::info!(provider, batch = %status.id, "batch ended; downloading its results");
+    persist(options, || client.batch_results(&status))
+        .await
+        .map_err(|e| errored(&e))
+}
+
+/// Polls until the batch ended, waiting `poll_s`, doubling up to `max_poll_s`. A status call
+/// that keeps failing does not give the batch up: it is paid for and will end.
+async fn poll(
+    client: &ProviderClient,
+    options: &BatcherOptions,
+    status: &mut BatchStatus,
+) -> Result<(), BatchItem> {
+    let mut wait = Duration::from_secs_f64(options.batch.poll_s);
+    let max = Duration::from_secs_f64(options.batch.max_poll_s);
+    loop {
+        match &status.state {
+            BatchState::Ended => return Ok(()),
+            BatchState::Failed(why) => {
+                tracing::warn!(provider = %options.provider, batch = %status.id, %why, "the provider failed the batch");
+                return Err(BatchItem::Errored {
+                    reason: format!("the provider failed batch {}: {why}", status.id),
+                    retryable: false,
+                });
+            }
+            BatchState::Running => {}
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(max);
+        match persist(options, || client.batch_status(&status.id)).await {
+            Ok(now) => *status = now,
+            Err(e) if e.is_auth() => return Err(errored(&e)),
+            Err(e) => {
+                tracing::warn!(provider = %options.provider, batch = %status.id, error = %e.reason(), "polling the batch failed; polling on");
+            }
+        }
+    }
+}
+
+/// A batch API call, retried on transient errors like a live judge call.
+async fn persist<T, F, Fut>(options: &BatcherOptions, call: F) -> Result<T, CallError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CallError>>,
+{
+    call.retry(retry_schedule(&options.retry))
+        .when(CallError::retryable)
+        .adjust(|e: &CallError, step: Option<Duration>| {
+            step.map(|d| d.max(e.retry_after().unwrap_or_default()))
+        })
+        .await
+}
+
+fn errored(e: &CallError) -> BatchItem {
+    BatchItem::Errored {
+        reason: e.reason(),
+        retryable: e.retryable(),
+    }
+}
+
+/// The `kind` label of a request that came back without a reply.
+fn error_kind(item: &BatchItem) -> Option<&'static str> {
+    match item {
+        BatchItem::Reply { .. } => None,
+        BatchItem::Errored { .. } => Some("errored"),
+        BatchItem::Expired => Some("expired"),
+        BatchItem::Canceled => Some("canceled"),
+    }
+}
