@@ -10,8 +10,8 @@ use evalfleet_shared::config::JudgeConfig;
 use evalfleet_shared::suite::{Suite, SuiteKind};
 
 use prometheus::{
-    CounterVec, Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
-    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter,
+    IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// Buckets for a provider batch's turnaround: from 10 s to the 24-hour window (and past it).
@@ -40,6 +40,7 @@ pub struct WorkerMetrics {
     pub batches_finished: IntCounterVec,
     pub batch_requests: IntGaugeVec,
     pub batch_turnaround: HistogramVec,
+    pub batch_oldest_running: GaugeVec,
     pub batch_request_errors: IntCounterVec,
     pub redelivered: IntCounter,
     pub dead_lettered: IntCounter,
@@ -152,6 +153,18 @@ fn build() -> prometheus::Result<WorkerMetrics> {
             )?;
             registry.register(Box::new(h.clone()))?;
             h
+        },
+        batch_oldest_running: {
+            let g = GaugeVec::new(
+                Opts::new(
+                    "evalfleet_batch_oldest_running_timestamp_seconds",
+                    "Unix time the oldest still-running batch was submitted (0: none running); \
+                     alert when it is older than the 24-hour completion window.",
+                ),
+                &["provider"],
+            )?;
+            registry.register(Box::new(g.clone()))?;
+            g
         },
         batch_request_errors: counter_vec(
             "evalfleet_batch_request_errors_total",

@@ -3,9 +3,10 @@
 //! doubling wait, download — to the answer of every request in it. Batches run concurrently;
 //! the loop ends when no handle can send more and every batch has answered.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use backon::Retryable;
 use tokio::sync::mpsc;
@@ -31,6 +32,7 @@ pub(super) async fn run(
         options.max_wait(),
     );
     let mut batches = JoinSet::new();
+    let running = Arc::new(Running::default());
     let mut open = true;
     let pending = || {
         metrics()
@@ -44,7 +46,7 @@ pub(super) async fn run(
                 let Some(waiting) = arrived else {
                     open = false;
                     if !pack.is_empty() {
-                        send(&mut batches, &mut pack, &client, &options);
+                        send(&mut batches, &mut pack, &client, &options, &running);
                     }
                     continue;
                 };
@@ -57,17 +59,17 @@ pub(super) async fn run(
                         let _ = waiting.answer.send(BatchItem::Errored { reason, retryable: false });
                         continue;
                     }
-                    Fit::SendFirst => send(&mut batches, &mut pack, &client, &options),
+                    Fit::SendFirst => send(&mut batches, &mut pack, &client, &options, &running),
                     Fit::Fits => {}
                 }
                 pack.push(waiting, Instant::now());
                 pending().inc();
                 if pack.full() {
-                    send(&mut batches, &mut pack, &client, &options);
+                    send(&mut batches, &mut pack, &client, &options, &running);
                 }
             }
             () = sleep_until(deadline), if deadline.is_some() => {
-                send(&mut batches, &mut pack, &client, &options);
+                send(&mut batches, &mut pack, &client, &options, &running);
             }
             Some(_) = batches.join_next(), if !batches.is_empty() => {}
             else => break,
@@ -88,17 +90,66 @@ fn send(
     pack: &mut Pack,
     client: &Arc<ProviderClient>,
     options: &BatcherOptions,
+    running: &Arc<Running>,
 ) {
     let waiting = pack.take();
     metrics()
         .batch_requests
         .with_label_values(&[&options.provider, "pending"])
         .sub(waiting.len() as i64);
-    batches.spawn(see_through(client.clone(), options.clone(), waiting));
+    batches.spawn(see_through(
+        client.clone(),
+        options.clone(),
+        waiting,
+        running.clone(),
+    ));
+}
+
+/// The submission times of this process's running batches, for the "oldest running batch"
+/// gauge the stuck-batch alert watches.
+#[derive(Default)]
+pub(super) struct Running {
+    submitted: Mutex<BTreeMap<u64, f64>>,
+    next: AtomicU64,
+}
+
+impl Running {
+    fn start(&self, provider: &str) -> u64 {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        self.update(provider, |m| {
+            m.insert(id, now);
+        });
+        id
+    }
+
+    fn end(&self, provider: &str, id: u64) {
+        self.update(provider, |m| {
+            m.remove(&id);
+        });
+    }
+
+    fn update(&self, provider: &str, change: impl FnOnce(&mut BTreeMap<u64, f64>)) {
+        let mut map = self.submitted.lock().unwrap_or_else(|e| e.into_inner());
+        change(&mut map);
+        // Ids grow with time: the first entry is the oldest.
+        let oldest = map.values().next().copied().unwrap_or(0.0);
+        metrics()
+            .batch_oldest_running
+            .with_label_values(&[provider])
+            .set(oldest);
+    }
 }
 
 /// One batch from create to the answer of each of its requests.
-async fn see_through(client: Arc<ProviderClient>, options: BatcherOptions, waiting: Vec<Waiting>) {
+async fn see_through(
+    client: Arc<ProviderClient>,
+    options: BatcherOptions,
+    waiting: Vec<Waiting>,
+    running: Arc<Running>,
+) {
     let m = metrics();
     let provider = options.provider.as_str();
     let started = Instant::now();
@@ -106,7 +157,9 @@ async fn see_through(client: Arc<ProviderClient>, options: BatcherOptions, waiti
         .batch_requests
         .with_label_values(&[provider, "in_batches"]);
     in_batches.add(waiting.len() as i64);
+    let slot = running.start(provider);
     let outcome = run_batch(&client, &options, &waiting).await;
+    running.end(provider, slot);
     in_batches.sub(waiting.len() as i64);
     let state = match &outcome {
         Ok(_) => "ended",
