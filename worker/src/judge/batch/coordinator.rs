@@ -19,6 +19,9 @@ use crate::judge::provider::{CallError, ProviderClient};
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
 
+/// How many of the newest batches a retried create looks through for its own.
+const FIND_SCAN: usize = 200;
+
 pub(super) async fn run(
     client: Arc<ProviderClient>,
     options: BatcherOptions,
@@ -158,7 +161,8 @@ async fn see_through(
         .with_label_values(&[provider, "in_batches"]);
     in_batches.add(waiting.len() as i64);
     let slot = running.start(provider);
-    let outcome = run_batch(&client, &options, &waiting).await;
+    let tag = format!("{}-{slot}", options.tag);
+    let outcome = run_batch(&client, &options, &tag, &waiting).await;
     running.end(provider, slot);
     in_batches.sub(waiting.len() as i64);
     let state = match &outcome {
@@ -209,6 +213,7 @@ async fn see_through(
 async fn run_batch(
     client: &ProviderClient,
     options: &BatcherOptions,
+    tag: &str,
     waiting: &[Waiting],
 ) -> Result<Vec<(String, BatchItem)>, BatchItem> {
     let m = metrics();
@@ -216,7 +221,18 @@ async fn run_batch(
     let open = m.batches.with_label_values(&[provider, "submitting"]);
     open.inc();
     let lines: Vec<&[u8]> = waiting.iter().map(|w| w.line.as_slice()).collect();
-    let created = persist(options, || client.create_batch(&lines, &options.tag)).await;
+    // A create that timed out may have created the batch: before trying again, look for it
+    // by its tag (OpenAI; Anthropic batches carry no tag, see DECISIONS.md).
+    let tries = AtomicU64::new(0);
+    let created = persist(options, || async {
+        if tries.fetch_add(1, Ordering::Relaxed) > 0 {
+            if let Some(found) = client.find_batch(tag, FIND_SCAN).await? {
+                return Ok(found);
+            }
+        }
+        client.create_batch(&lines, tag).await
+    })
+    .await;
     open.dec();
     let mut status = created.map_err(|e| errored(&e))?;
     tracing::info!(provider, batch = %status.id, requests = waiting.len(), "batch submitted");

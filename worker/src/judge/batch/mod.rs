@@ -54,7 +54,8 @@ pub struct BatcherOptions {
     /// Transient failures of batch API calls (create, poll, download) are retried like live
     /// calls are.
     pub retry: RetryConfig,
-    /// A tag for the batches of this run (OpenAI `metadata.evalfleet_tag`).
+    /// The stem of each batch's tag (`<tag>-<n>`, OpenAI `metadata.evalfleet_tag`), by which a
+    /// batch can be found again.
     pub tag: String,
 }
 
