@@ -185,3 +185,23 @@ fn fallback_live_answers_what_the_batches_did_not() {
         12
     );
 }
+
+#[test]
+fn the_fleet_refuses_batch_mode_until_it_has_a_crash_safe_coordinator() {
+    let dir = tempdir();
+    let config = dir.path().join("batch.yaml");
+    std::fs::write(&config, "judges:\n  mode: batch\n").unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_evalfleet"));
+    cmd.current_dir(common::root())
+        .args(["submit", BUNDLED, "--judge", "live", "--config"])
+        .arg(&config)
+        // Nothing listens here: the refusal must come before any connection.
+        .args(["--amqp-url", "amqp://127.0.0.1:9/", "--redis-url", "redis://127.0.0.1:9/"]);
+    let out = common::run_with_timeout(cmd, std::time::Duration::from_secs(30));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("judges.mode batch is not available in the fleet yet"),
+        "{}",
+        out.stderr
+    );
+}

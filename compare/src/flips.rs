@@ -80,8 +80,9 @@ pub struct Flip {
 
 #[derive(Debug)]
 struct Side {
-    /// The item's byte offset in its report.
+    /// The item's byte offset in its report, and its length.
     offset: u64,
+    len: u32,
     passed: bool,
     overall: f64,
     /// The side's [`FlipSide`] as JSON.
@@ -192,6 +193,7 @@ pub(crate) fn collect(
     };
     let side = |r: &Report, i: u32| Side {
         offset: r.offsets[i as usize],
+        len: r.lens[i as usize],
         passed: r.passed[i as usize] == 1,
         overall: r.overall[i as usize],
         details: None,
@@ -265,7 +267,7 @@ fn fill(
     spill: &Spill,
 ) -> Result<(), CompareError> {
     sides.sort_unstable_by_key(|s| s.offset);
-    let wanted: Vec<u64> = sides.iter().map(|s| s.offset).collect();
+    let wanted: Vec<(u64, u32)> = sides.iter().map(|s| (s.offset, s.len)).collect();
     let mut next = sides.into_iter();
     let mut found = |item: &BTreeMap<String, Value>| -> Result<(), CompareError> {
         let Some(side) = next.next() else {

@@ -1,5 +1,5 @@
-//! Reading a `report.json` for comparison, streaming: the items array is visited one item at a
-//! time and only what pairing and the statistics need is kept (the id, the pass/fail outcome,
+//! Reading a `report.json` for comparison, streaming: the items array is split off in large
+//! blocks and visited one item at a time and only what pairing and the statistics need is kept (the id, the pass/fail outcome,
 //! the overall score, each score and metric as an f64 column, the group fields as interned
 //! values, the item's byte offset), so two 10^6-item reports fit in a few hundred MiB. The
 //! flipped items are read again, whole, from their offsets ([`read_items_at`]), for their judge
@@ -9,13 +9,10 @@
 //! top-level `{score, reasoning}` objects, `model`/`prompt_version` beside them) and the result
 //! records under `items` (`group`, `metrics`, `scores`).
 
-use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs::File;
-use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 use evalfleet_shared::gate::Gate;
 use evalfleet_shared::suite::{CompareOptions, Grouping};
@@ -26,6 +23,7 @@ use serde_json::Value;
 use crate::CompareError;
 
 mod items_at;
+mod split;
 
 pub(crate) use items_at::read_items_at;
 
@@ -85,8 +83,9 @@ pub(crate) struct Report {
     pub group_values: Vec<String>,
     /// Ids of the items whose evaluation failed (the report's `failed` list).
     pub failed: Vec<Box<str>>,
-    /// Each item's byte offset in the file (of its `{`).
+    /// Each item's byte offset in the file (of its `{`) and its length in bytes.
     pub offsets: Vec<u64>,
+    pub lens: Vec<u32>,
 }
 
 impl Report {
@@ -138,27 +137,25 @@ pub fn resolve(arg: &str, reports_dir: &Path) -> Result<PathBuf, CompareError> {
 }
 
 /// Reads `path` (pass 1): every item's id, outcome, overall score, scores, metrics and groups.
+/// The file is split into items and the rest in large blocks ([`split`]) and each item is
+/// parsed from its slice.
 pub(crate) fn read_report(path: &Path) -> Result<Report, CompareError> {
     let file = File::open(path).map_err(|source| CompareError::Read {
         path: path.to_owned(),
         source,
     })?;
-    let consumed = Rc::new(Cell::new(0));
-    let mut de = serde_json::Deserializer::from_reader(Counting {
-        inner: BufReader::with_capacity(1 << 20, file),
-        count: consumed.clone(),
-    });
-    let mut b = Builder {
-        consumed,
-        ..Builder::default()
+    let parse_err = |message: String| CompareError::Parse {
+        path: path.to_owned(),
+        message,
     };
+    let mut b = Builder::default();
+    let skeleton =
+        split::split(file, &mut Parse { b: &mut b }).map_err(|e| split_error(path, e))?;
+    let mut de = serde_json::Deserializer::from_slice(&skeleton);
     TopLevel { b: &mut b }
         .deserialize(&mut de)
         .and_then(|()| de.end())
-        .map_err(|e| CompareError::Parse {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| parse_err(e.to_string()))?;
     let invalid = |message: String| CompareError::Parse {
         path: path.to_owned(),
         message,
@@ -192,22 +189,68 @@ pub(crate) fn read_report(path: &Path) -> Result<Report, CompareError> {
         group_values: b.interned.values,
         failed: b.failed,
         offsets: b.offsets,
+        lens: b.lens,
     })
 }
 
-/// A reader that counts the bytes the JSON parser has taken: serde_json reads byte by byte and
-/// only as far as it needs, so the count at the start of an item's `visit_map` is just past
-/// the item's `{` — its byte offset, for the second pass to seek to.
-pub(crate) struct Counting<R> {
-    pub inner: R,
-    pub count: Rc<Cell<u64>>,
+/// A split error as the user reads it: with the line and column in the file.
+fn split_error(path: &Path, e: split::SplitError) -> CompareError {
+    let (at, message, inner) = match e {
+        split::SplitError::Io(source) => {
+            return CompareError::Read {
+                path: path.to_owned(),
+                source,
+            }
+        }
+        split::SplitError::Shape { at, message } => (at, message, None),
+        split::SplitError::Sink { at, error } => {
+            let text = error.to_string();
+            let text = text
+                .rsplit_once(" at line ")
+                .map_or(text.as_str(), |(m, _)| m);
+            (
+                at,
+                text.to_owned(),
+                Some((error.line() as u64, error.column() as u64)),
+            )
+        }
+    };
+    let start = File::open(path).and_then(|f| split::line_column(f, at));
+    let position = match (start, inner) {
+        (Ok((line, column)), Some((1, c))) => format!("line {line} column {}", column + c - 1),
+        (Ok((line, _)), Some((l, c))) => format!("line {} column {c}", line + l - 1),
+        (Ok((line, column)), None) => format!("line {line} column {column}"),
+        (Err(_), _) => format!("byte {at}"),
+    };
+    CompareError::Parse {
+        path: path.to_owned(),
+        message: format!("{message} at {position}"),
+    }
 }
 
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.set(self.count.get() + n as u64);
-        Ok(n)
+/// Pass 1's [`split::Sink`]: what precedes the items (the totals: how many there are) is parsed
+/// first, then each item from its slice.
+struct Parse<'a> {
+    b: &'a mut Builder,
+}
+
+impl split::Sink for Parse<'_> {
+    fn before_items(&mut self, prefix: &[u8]) -> Result<(), serde_json::Error> {
+        // The prefix ends with the items array's `[`: closing it and the document makes it
+        // whole. Whatever it holds is read again, whole, from the skeleton at the end.
+        let mut doc = Vec::with_capacity(prefix.len() + 2);
+        doc.extend_from_slice(prefix);
+        doc.extend_from_slice(b"]}");
+        TopLevel { b: self.b }.deserialize(&mut serde_json::Deserializer::from_slice(&doc))
+    }
+
+    fn item(&mut self, offset: u64, bytes: &[u8]) -> Result<(), serde_json::Error> {
+        self.b.item_offset = offset;
+        Item { b: self.b }.deserialize(&mut serde_json::Deserializer::from_slice(bytes))?;
+        let len = u32::try_from(bytes.len())
+            .map_err(|_| <serde_json::Error as de::Error>::custom("an item of more than 4 GiB"))?;
+        self.b.lens.push(len);
+        Ok(())
     }
 }
 
@@ -233,9 +276,10 @@ impl Interner {
 struct Builder {
     /// The expected number of items (from `totals`), 0 when unknown.
     capacity: usize,
-    /// Bytes the parser has taken so far.
-    consumed: Rc<Cell<u64>>,
+    /// The byte offset of the item being read.
+    item_offset: u64,
     offsets: Vec<u64>,
+    lens: Vec<u32>,
     run_id: Option<String>,
     config: Option<Value>,
     saw_items: bool,
@@ -256,6 +300,7 @@ impl Builder {
         self.passed.reserve_exact(items);
         self.overall.reserve_exact(items);
         self.offsets.reserve_exact(items);
+        self.lens.reserve_exact(items);
     }
 
     fn set_value(&mut self, kind: Kind, name: &str, item: usize, value: f64) {
@@ -418,7 +463,7 @@ impl<'de> Visitor<'de> for Item<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let b = self.b;
         let item = b.ids.len();
-        let offset = b.consumed.get().saturating_sub(1);
+        let offset = b.item_offset;
         let mut id: Option<String> = None;
         let mut passed: Option<bool> = None;
         let mut overall = f64::NAN;
