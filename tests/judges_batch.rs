@@ -196,11 +196,17 @@ fn the_fleet_refuses_batch_mode_until_it_has_a_crash_safe_coordinator() {
         .args(["submit", BUNDLED, "--judge", "live", "--config"])
         .arg(&config)
         // Nothing listens here: the refusal must come before any connection.
-        .args(["--amqp-url", "amqp://127.0.0.1:9/", "--redis-url", "redis://127.0.0.1:9/"]);
+        .args([
+            "--amqp-url",
+            "amqp://127.0.0.1:9/",
+            "--redis-url",
+            "redis://127.0.0.1:9/",
+        ]);
     let out = common::run_with_timeout(cmd, std::time::Duration::from_secs(30));
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(
-        out.stderr.contains("judges.mode batch is not available in the fleet yet"),
+        out.stderr
+            .contains("judges.mode batch is not available in the fleet yet"),
         "{}",
         out.stderr
     );

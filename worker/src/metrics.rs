@@ -14,6 +14,9 @@ use prometheus::{
     IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
+/// The `kind` label values of `evalfleet_batch_request_errors_total`.
+pub const BATCH_ERROR_KINDS: [&str; 4] = ["errored", "expired", "canceled", "missing"];
+
 /// Buckets for a provider batch's turnaround: from 10 s to the 24-hour window (and past it).
 const BATCH_BUCKETS: [f64; 12] = [
     10.0, 30.0, 60.0, 300.0, 900.0, 1_800.0, 3_600.0, 7_200.0, 14_400.0, 28_800.0, 57_600.0,
@@ -259,6 +262,22 @@ impl WorkerMetrics {
             }
             self.judge_cost.with_label_values(&[provider, model]);
             self.rate_limit_wait.with_label_values(&[provider]);
+            // Batch mode's series too, so its dashboard row shows zeros rather than nothing.
+            for state in ["submitting", "running"] {
+                self.batches.with_label_values(&[provider, state]);
+            }
+            for state in ["ended", "failed"] {
+                self.batches_finished.with_label_values(&[provider, state]);
+            }
+            for state in ["pending", "in_batches"] {
+                self.batch_requests.with_label_values(&[provider, state]);
+            }
+            self.batch_turnaround.with_label_values(&[provider]);
+            self.batch_oldest_running.with_label_values(&[provider]);
+            for kind in BATCH_ERROR_KINDS {
+                self.batch_request_errors
+                    .with_label_values(&[provider, kind]);
+            }
         }
     }
 

@@ -310,3 +310,28 @@ fn error_kind(item: &BatchItem) -> Option<&'static str> {
         BatchItem::Canceled => Some("canceled"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::BATCH_ERROR_KINDS;
+
+    /// The metrics create a zero series for each kind; a kind named here but missing there
+    /// would only appear once it happened.
+    #[test]
+    fn every_error_kind_has_a_zero_series() {
+        let items = [
+            BatchItem::Errored {
+                reason: "r".into(),
+                retryable: true,
+            },
+            BatchItem::Expired,
+            BatchItem::Canceled,
+        ];
+        for item in &items {
+            let kind = error_kind(item).expect("a kind");
+            assert!(BATCH_ERROR_KINDS.contains(&kind), "{kind}");
+        }
+        assert!(BATCH_ERROR_KINDS.contains(&"missing"));
+    }
+}
