@@ -160,6 +160,15 @@ pub fn compare(base: &Path, new: &Path, opts: &Options) -> Result<Comparison, Co
             opts.max_drop
         )));
     }
+    // Phase timings at debug level (`RUST_LOG=evalfleet_compare=debug`), for the benchmark.
+    let clock = std::time::Instant::now();
+    let phase = |name: &str| {
+        tracing::debug!(
+            phase = name,
+            at_s = clock.elapsed().as_secs_f64(),
+            "compare"
+        )
+    };
     // The two reports are read at once, one thread each.
     let (b, n) = std::thread::scope(|s| {
         let b = s.spawn(|| read::read_report(base));
@@ -175,11 +184,14 @@ pub fn compare(base: &Path, new: &Path, opts: &Options) -> Result<Comparison, Co
             new_path: n.path.clone(),
         });
     }
+    phase("read");
     let pairing = pair::pair(&b, &n)?;
     let (names, not_compared) = verdict::quantities(&b, &n);
     verdict::check_overrides(&n, &names)?;
     let comparisons = verdict::overall(&b, &n, &pairing, &names, opts);
+    phase("overall");
     let groups = verdict::per_group(&b, &n, &pairing, &names, opts);
+    phase("groups");
     let mut flips = flips::collect(&b, &n, &pairing, &names);
     let pairing = pairing.summary;
     let regressions: Vec<String> = comparisons
@@ -212,6 +224,7 @@ pub fn compare(base: &Path, new: &Path, opts: &Options) -> Result<Comparison, Co
     // The reports' columns are no longer needed: free them before the flips' second pass.
     drop((b, n));
     flips::add_details(&mut flips, base, new)?;
+    phase("flips");
     Ok(Comparison {
         verdict: Verdict {
             regressed: !regressions.is_empty(),

@@ -9,6 +9,7 @@
 //! top-level `{score, reasoning}` objects, `model`/`prompt_version` beside them) and the result
 //! records under `items` (`group`, `metrics`, `scores`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs::File;
@@ -261,13 +262,13 @@ struct Interner {
 }
 
 impl Interner {
-    fn intern(&mut self, s: String) -> u32 {
-        if let Some(&i) = self.index.get(&s) {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
             return i;
         }
         let i = self.values.len() as u32;
-        self.values.push(s.clone());
-        self.index.insert(s, i);
+        self.values.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
         i
     }
 }
@@ -294,7 +295,12 @@ struct Builder {
 }
 
 impl Builder {
+    /// Reserves room for `items` items, once: the skeleton read after the items names the
+    /// totals again, and reserving then would double every column.
     fn reserve(&mut self, items: usize) {
+        if self.capacity > 0 {
+            return;
+        }
         self.capacity = items;
         self.ids.reserve_exact(items);
         self.passed.reserve_exact(items);
@@ -324,7 +330,7 @@ impl Builder {
         values[item] = value;
     }
 
-    fn set_group(&mut self, key: &str, item: usize, value: String) {
+    fn set_group(&mut self, key: &str, item: usize, value: &str) {
         let v = self.interned.intern(value);
         let capacity = self.capacity;
         let values = self
@@ -449,6 +455,71 @@ pub(crate) const SEED_OTHER_KEYS: &[&str] = &[
     "details",
 ];
 
+/// A string borrowed from the input when it has no escapes, owned otherwise.
+struct Text<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// An object's entries, keys borrowed ([`Text`]).
+struct Entries<'de, T>(Vec<(Text<'de>, T)>);
+
+impl<'de, T> Entries<'de, T> {
+    /// The entries by key, as a map would give them (of a repeated key, the last one last).
+    fn sorted(mut self) -> Vec<(Text<'de>, T)> {
+        self.0.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
+        self.0
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Entries<'de, T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Entries<'de, T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries<'de, T>, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some(key) = map.next_key::<Text>()? {
+                    out.push((key, map.next_value()?));
+                }
+                Ok(Entries(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A metric's value when it is a number; anything else (null, a string, a list) is none.
+struct Number(Option<f64>);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Number(Value::deserialize(d)?.as_f64()))
+    }
+}
+
 /// A `{score, ...}` cell: its score, ignoring everything else.
 #[derive(Deserialize)]
 struct ScoreCell {
@@ -467,38 +538,39 @@ impl<'de> Visitor<'de> for Item<'_> {
         let mut id: Option<String> = None;
         let mut passed: Option<bool> = None;
         let mut overall = f64::NAN;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "id" => id = Some(map.next_value()?),
+        // Keys and strings are borrowed from the item's bytes where they have no escapes: a
+        // million items would otherwise allocate tens of millions of short strings.
+        while let Some(Text(key)) = map.next_key::<Text>()? {
+            match key.as_ref() {
+                "id" => id = Some(map.next_value::<Text>()?.0.into_owned()),
                 "passed" => passed = Some(map.next_value()?),
                 "overall_score" => overall = map.next_value::<Option<f64>>()?.unwrap_or(f64::NAN),
                 "model" | "prompt_version" => {
-                    if let Some(v) = map.next_value::<Option<String>>()? {
-                        b.set_group(&key, item, v);
+                    if let Some(Text(v)) = map.next_value::<Option<Text>>()? {
+                        b.set_group(&key, item, &v);
                     }
                 }
                 "group" => {
-                    let group: BTreeMap<String, Value> = map.next_value()?;
-                    for (k, v) in group {
-                        let v = match v {
-                            Value::String(s) => s,
-                            Value::Null => continue,
-                            other => other.to_string(),
-                        };
-                        b.set_group(&k, item, v);
+                    let group = map.next_value::<Entries<Value>>()?.sorted();
+                    for (Text(k), v) in group {
+                        match v {
+                            Value::String(s) => b.set_group(&k, item, &s),
+                            Value::Null => {}
+                            other => b.set_group(&k, item, &other.to_string()),
+                        }
                     }
                 }
                 "metrics" => {
-                    let metrics: BTreeMap<String, Value> = map.next_value()?;
-                    for (k, v) in metrics {
-                        if let Some(x) = v.as_f64() {
+                    let metrics = map.next_value::<Entries<Number>>()?.sorted();
+                    for (Text(k), Number(v)) in metrics {
+                        if let Some(x) = v {
                             b.set_value(Kind::Metric, &k, item, x);
                         }
                     }
                 }
                 "scores" => {
-                    let scores: BTreeMap<String, Option<ScoreCell>> = map.next_value()?;
-                    for (k, cell) in scores {
+                    let scores = map.next_value::<Entries<Option<ScoreCell>>>()?.sorted();
+                    for (Text(k), cell) in scores {
                         if let Some(x) = cell.and_then(|c| c.score) {
                             b.set_value(Kind::Score, &k, item, x);
                         }
@@ -519,7 +591,7 @@ impl<'de> Visitor<'de> for Item<'_> {
                 }
             }
         }
-        let id = id.ok_or_else(|| de::Error::custom(format!("item {item} has no `id`")))?;
+        let id: String = id.ok_or_else(|| de::Error::custom(format!("item {item} has no `id`")))?;
         let passed = passed
             .ok_or_else(|| de::Error::custom(format!("item '{id}' has no `passed` outcome")))?;
         b.ids.push(id.into_boxed_str());
