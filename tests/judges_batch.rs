@@ -24,6 +24,23 @@ fn batch_config(extra_batch: &str) -> LiveConfig {
     }
 }
 
+/// `run --judge-mode batch` of `n` generated support-judge examples; its report.json.
+fn batch_run(fake: &FakeServer, n: usize, extra_batch: &str) -> serde_json::Value {
+    let dir = tempdir();
+    let data = write_dataset(dir.path(), &examples(n, &["gpt-4o", "claude-3-5-sonnet"]));
+    let config = fake.config(dir.path(), &batch_config(extra_batch));
+    let out = dir.path().join("out");
+    let run = run_live(
+        &data,
+        &config,
+        &out,
+        &fake.key,
+        &["--judge-mode", "batch"],
+        &[],
+    );
+    check_consistent(&out, &run).json
+}
+
 fn fake(args: FakeProviderArgs) -> FakeServer {
     FakeServer::start(FakeProviderArgs {
         batch_processing_ms: 300,
@@ -122,19 +139,7 @@ fn a_run_larger_than_a_batch_is_split_and_failed_requests_are_retried() {
         batch_expiry_rate: 0.1,
         ..FakeProviderArgs::default()
     });
-    let dir = tempdir();
-    let data = write_dataset(dir.path(), &examples(30, &["gpt-4o", "claude-3-5-sonnet"]));
-    let config = fake.config(dir.path(), &batch_config(", max_requests: 7"));
-    let out = dir.path().join("out");
-    let run = run_live(
-        &data,
-        &config,
-        &out,
-        &fake.key,
-        &["--judge-mode", "batch"],
-        &[],
-    );
-    let report = check_consistent(&out, &run).json;
+    let report = batch_run(&fake, 30, ", max_requests: 7");
     assert_eq!(report["totals"]["ok"], json!(30), "{}", report["totals"]);
     for r in items(&report) {
         for dim in DIMS {
@@ -163,19 +168,7 @@ fn fallback_live_answers_what_the_batches_did_not() {
         batch_error_rate: 1.0,
         ..FakeProviderArgs::default()
     });
-    let dir = tempdir();
-    let data = write_dataset(dir.path(), &examples(6, &["gpt-4o", "claude-3-5-sonnet"]));
-    let config = fake.config(dir.path(), &batch_config(", fallback: live"));
-    let out = dir.path().join("out");
-    let run = run_live(
-        &data,
-        &config,
-        &out,
-        &fake.key,
-        &["--judge-mode", "batch"],
-        &[],
-    );
-    let report = check_consistent(&out, &run).json;
+    let report = batch_run(&fake, 6, ", fallback: live");
     assert_eq!(report["totals"]["ok"], json!(6), "{}", report["totals"]);
     let stats = fake.stats();
     assert_eq!(total(&stats), 12, "every question answered live: {stats}");

@@ -8,9 +8,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -132,14 +132,9 @@ pub async fn retrieve(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(denied) = refuse(&fp, &headers) {
-        return denied;
-    }
-    let Some(batch) = fp.batches().get(Provider::Anthropic, &id) else {
-        return not_found(&id);
-    };
-    let batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    ok(batch_json(&batch, &headers, now_unix_ms()))
+    with_batch(&fp, &headers, &id, |batch| {
+        ok(batch_json(batch, &headers, now_unix_ms()))
+    })
 }
 
 /// `POST /v1/messages/batches/{id}/cancel`.
@@ -148,18 +143,29 @@ pub async fn cancel(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(denied) = refuse(&fp, &headers) {
+    with_batch(&fp, &headers, &id, |batch| {
+        let now = now_unix_ms();
+        if batch.cancellable(now) {
+            batch.cancel_requested_ms = Some(now);
+        }
+        ok(batch_json(batch, &headers, now))
+    })
+}
+
+/// Answers with `f` of the batch `id` once the request is admitted, or as the API answers an
+/// unknown id.
+fn with_batch(
+    fp: &FakeProvider,
+    headers: &HeaderMap,
+    id: &str,
+    f: impl FnOnce(&mut Batch) -> Response,
+) -> Response {
+    if let Some(denied) = refuse(fp, headers) {
         return denied;
     }
-    let Some(batch) = fp.batches().get(Provider::Anthropic, &id) else {
-        return not_found(&id);
-    };
-    let mut batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    let now = now_unix_ms();
-    if batch.cancellable(now) {
-        batch.cancel_requested_ms = Some(now);
-    }
-    ok(batch_json(&batch, &headers, now))
+    fp.batches()
+        .with(Provider::Anthropic, id, f)
+        .unwrap_or_else(|| not_found(id))
 }
 
 /// `GET /v1/messages/batches?limit=&before_id=&after_id=`, newest first.
@@ -182,8 +188,10 @@ pub async fn list(
     let data: Vec<Value> = page
         .ids
         .iter()
-        .filter_map(|id| fp.batches().get(Provider::Anthropic, id))
-        .map(|b| batch_json(&b.lock().unwrap_or_else(|e| e.into_inner()), &headers, now))
+        .filter_map(|id| {
+            fp.batches()
+                .with(Provider::Anthropic, id, |b| batch_json(b, &headers, now))
+        })
         .collect();
     ok(json!({
         "data": data,
@@ -199,13 +207,12 @@ pub async fn results(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(denied) = refuse(&fp, &headers) {
-        return denied;
-    }
-    let Some(batch) = fp.batches().get(Provider::Anthropic, &id) else {
-        return not_found(&id);
-    };
-    let batch = batch.lock().unwrap_or_else(|e| e.into_inner());
+    with_batch(&fp, &headers, &id, |batch| results_jsonl(batch))
+}
+
+/// The results of an ended batch, a JSONL line per request.
+fn results_jsonl(batch: &Batch) -> Response {
+    let id = &batch.id;
     let Some(results) = batch.results(now_unix_ms()) else {
         return bad(&format!(
             "Message Batch {id} has not finished processing; its results are not available yet."
@@ -241,12 +248,7 @@ pub async fn results(
             out.push(b'\n');
         }
     }
-    let mut response = Response::new(Body::from(out));
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/x-jsonl"),
-    );
-    response
+    super::jsonl_response(out, "application/x-jsonl")
 }
 
 /// The Message Batch object.

@@ -298,6 +298,19 @@ pub(crate) fn item_id(batch_id: &str, n: usize) -> u64 {
     stable_hash(n as u64, batch_id)
 }
 
+/// A JSONL body (batch results), as the providers send it.
+pub(crate) fn jsonl_response(
+    body: Vec<u8>,
+    content_type: &'static str,
+) -> axum::response::Response {
+    let mut response = axum::response::Response::new(axum::body::Body::from(body));
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static(content_type),
+    );
+    response
+}
+
 /// One page of a newest-first listing.
 pub(crate) struct Page<'a> {
     pub ids: &'a [String],
@@ -364,10 +377,22 @@ impl Batches {
     }
 
     /// The batch with this id, if it belongs to `provider`.
-    pub(crate) fn get(&self, provider: Provider, id: &str) -> Option<Arc<Mutex<Batch>>> {
+    fn get(&self, provider: Provider, id: &str) -> Option<Arc<Mutex<Batch>>> {
         let batch = Arc::clone(self.lock().batches.get(id)?);
         let same = batch.lock().unwrap_or_else(|e| e.into_inner()).provider == provider;
         same.then_some(batch)
+    }
+
+    /// Runs `f` on the batch with this id, locked, if it belongs to `provider`.
+    pub(crate) fn with<R>(
+        &self,
+        provider: Provider,
+        id: &str,
+        f: impl FnOnce(&mut Batch) -> R,
+    ) -> Option<R> {
+        let batch = self.get(provider, id)?;
+        let mut batch = batch.lock().unwrap_or_else(|e| e.into_inner());
+        Some(f(&mut batch))
     }
 
     /// The ids of `provider`'s batches, newest first.

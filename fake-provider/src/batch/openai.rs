@@ -97,14 +97,9 @@ pub async fn retrieve(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(denied) = check_auth(fp.config().api_key.as_deref(), &headers) {
-        return denied;
-    }
-    let Some(batch) = fp.batches().get(Provider::OpenAi, &id) else {
-        return no_such_batch(&id);
-    };
-    let mut batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    ok(batch_json(&fp, &mut batch, now_unix_ms()))
+    with_batch(&fp, &headers, &id, |batch| {
+        ok(batch_json(&fp, batch, now_unix_ms()))
+    })
 }
 
 /// `POST /v1/batches/{id}/cancel`.
@@ -113,22 +108,33 @@ pub async fn cancel(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Response {
-    if let Some(denied) = check_auth(fp.config().api_key.as_deref(), &headers) {
+    with_batch(&fp, &headers, &id, |batch| {
+        let now = now_unix_ms();
+        if !batch.cancellable(now) || failed(batch) {
+            let status = status(batch, now);
+            let message = format!("Cannot cancel a batch with status '{status}'.");
+            let body = error_body(&message, "invalid_request_error", None, None);
+            return json_response(StatusCode::CONFLICT, HeaderMap::new(), body);
+        }
+        batch.cancel_requested_ms = Some(now);
+        ok(batch_json(&fp, batch, now))
+    })
+}
+
+/// Answers with `f` of the batch `id` once the key is checked, or as the API answers an unknown
+/// id.
+fn with_batch(
+    fp: &FakeProvider,
+    headers: &HeaderMap,
+    id: &str,
+    f: impl FnOnce(&mut Batch) -> Response,
+) -> Response {
+    if let Some(denied) = check_auth(fp.config().api_key.as_deref(), headers) {
         return denied;
     }
-    let Some(batch) = fp.batches().get(Provider::OpenAi, &id) else {
-        return no_such_batch(&id);
-    };
-    let mut batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    let now = now_unix_ms();
-    if !batch.cancellable(now) || failed(&batch) {
-        let status = status(&batch, now);
-        let message = format!("Cannot cancel a batch with status '{status}'.");
-        let body = error_body(&message, "invalid_request_error", None, None);
-        return json_response(StatusCode::CONFLICT, HeaderMap::new(), body);
-    }
-    batch.cancel_requested_ms = Some(now);
-    ok(batch_json(&fp, &mut batch, now))
+    fp.batches()
+        .with(Provider::OpenAi, id, f)
+        .unwrap_or_else(|| no_such_batch(id))
 }
 
 /// `GET /v1/batches?limit=&after=`, newest first.
@@ -151,8 +157,10 @@ pub async fn list(
     let data: Vec<Value> = page
         .ids
         .iter()
-        .filter_map(|id| fp.batches().get(Provider::OpenAi, id))
-        .map(|b| batch_json(&fp, &mut b.lock().unwrap_or_else(|e| e.into_inner()), now))
+        .filter_map(|id| {
+            fp.batches()
+                .with(Provider::OpenAi, id, |b| batch_json(&fp, b, now))
+        })
         .collect();
     ok(json!({
         "object": "list",

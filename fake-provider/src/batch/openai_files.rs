@@ -9,9 +9,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use axum::body::Body;
 use axum::extract::{Multipart, Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -231,17 +230,13 @@ pub async fn file_content(
     let FileContent::Results { batch_id, errors } = &file.content else {
         return bad("Not allowed to download files of purpose: batch.", None);
     };
-    let Some(batch) = fp.batches().get(Provider::OpenAi, batch_id) else {
-        return no_such_file(&id);
-    };
-    let batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    let body = render_results(&batch, *errors, now_unix_ms());
-    let mut response = Response::new(Body::from(body));
-    response.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/octet-stream"),
-    );
-    response
+    let body = fp.batches().with(Provider::OpenAi, batch_id, |batch| {
+        render_results(batch, *errors, now_unix_ms())
+    });
+    match body {
+        Some(body) => super::jsonl_response(body, "application/octet-stream"),
+        None => no_such_file(&id),
+    }
 }
 
 /// The output (`errors: false`) or error lines of an ended batch.

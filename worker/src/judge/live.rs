@@ -43,6 +43,15 @@ pub struct ProviderRuntime {
 }
 
 impl ProviderRuntime {
+    /// A question to this provider's judge model.
+    fn request<'a>(&'a self, prompt: &'a Prompt) -> ChatRequest<'a> {
+        ChatRequest {
+            model: &self.model,
+            prompt,
+            max_tokens: self.max_tokens,
+        }
+    }
+
     fn batcher(&self) -> Option<&Batcher> {
         let (options, batcher) = self.batch.as_ref()?;
         Some(batcher.get_or_init(|| Batcher::spawn(self.client.clone(), options.clone())))
@@ -306,11 +315,7 @@ impl LiveJudge {
         tally: &Tally,
         id: &str,
     ) -> Result<String, JudgeFailure> {
-        let request = ChatRequest {
-            model: &rt.model,
-            prompt,
-            max_tokens: rt.max_tokens,
-        };
+        let request = rt.request(prompt);
         let api = rt.client.api();
         let mut last = String::new();
         for attempt in 0..self.config.retry.max_attempts.max(1) {
@@ -375,11 +380,7 @@ impl LiveJudge {
         prompt: &Prompt,
         tally: &Tally,
     ) -> Result<String, JudgeFailure> {
-        let request = ChatRequest {
-            model: &rt.model,
-            prompt,
-            max_tokens: rt.max_tokens,
-        };
+        let request = rt.request(prompt);
         let estimate = ((prompt.system.len() + prompt.user.len()) / 4) as u32 + rt.max_tokens;
         let schedule = super::retry_schedule(&self.config.retry);
         let m = metrics();
