@@ -15,7 +15,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Batch, BatchRequest, Counts, Fate, ItemOutcome, Phase};
+use super::{Batch, BatchRequest, Counts, Final, Phase};
 use crate::anthropic::{check_auth, error, message, MessagesAsk, MessagesRequest};
 use crate::clock::{now_unix_ms, rfc3339_ms};
 use crate::state::{base62, FakeProvider};
@@ -219,29 +219,26 @@ fn results_jsonl(batch: &Batch) -> Response {
         ));
     };
     let mut out = Vec::with_capacity(batch.items.len() * 400);
-    for (n, (item, fate)) in results.enumerate() {
-        let result = match (fate, &item.outcome) {
-            (
-                Fate::Reply,
-                ItemOutcome::Reply {
-                    content,
-                    input_tokens,
-                    output_tokens,
-                },
-            ) => {
+    for (n, (item, result)) in results.enumerate() {
+        let result = match result {
+            Final::Reply {
+                content,
+                input_tokens,
+                output_tokens,
+            } => {
                 let id = super::item_id(&batch.id, n);
-                let message = message(&item.model, id, content, *input_tokens, *output_tokens);
+                let message = message(&item.model, id, content, input_tokens, output_tokens);
                 json!({"type": "succeeded", "message": message})
             }
-            (Fate::Error | Fate::Reply, _) => json!({
+            Final::Error => json!({
                 "type": "errored",
                 "error": {
                     "type": "error",
                     "error": {"type": "api_error", "message": "Internal server error"},
                 },
             }),
-            (Fate::Expired, _) => json!({"type": "expired"}),
-            (Fate::Canceled, _) => json!({"type": "canceled"}),
+            Final::Expired => json!({"type": "expired"}),
+            Final::Canceled => json!({"type": "canceled"}),
         };
         let line = json!({"custom_id": &*item.custom_id, "result": result});
         if serde_json::to_writer(&mut out, &line).is_ok() {

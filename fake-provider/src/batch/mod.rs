@@ -238,14 +238,31 @@ impl Batch {
         ended.then_some(Fate::Canceled)
     }
 
-    /// Every request's final fate, once the batch ended.
-    pub fn results(&self, now_ms: u64) -> Option<impl Iterator<Item = (&Item, Fate)> + '_> {
+    /// Every request's result, once the batch ended.
+    pub fn results(&self, now_ms: u64) -> Option<impl Iterator<Item = (&Item, Final<'_>)> + '_> {
         let Phase::Ended { done, .. } = self.phase(now_ms) else {
             return None;
         };
         Some(self.items.iter().enumerate().map(move |(i, item)| {
             let fate = self.fate(i, done, true).unwrap_or(Fate::Canceled);
-            (item, fate)
+            let result = match (fate, &item.outcome) {
+                (
+                    Fate::Reply,
+                    ItemOutcome::Reply {
+                        content,
+                        input_tokens,
+                        output_tokens,
+                    },
+                ) => Final::Reply {
+                    content,
+                    input_tokens: *input_tokens,
+                    output_tokens: *output_tokens,
+                },
+                (Fate::Reply | Fate::Error, _) => Final::Error,
+                (Fate::Expired, _) => Final::Expired,
+                (Fate::Canceled, _) => Final::Canceled,
+            };
+            (item, result)
         }))
     }
 
@@ -255,6 +272,19 @@ impl Batch {
             .iter()
             .any(|item| item.outcome == ItemOutcome::Expired)
     }
+}
+
+/// A request's result as an ended batch reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Final<'a> {
+    Reply {
+        content: &'a str,
+        input_tokens: u32,
+        output_tokens: u32,
+    },
+    Error,
+    Expired,
+    Canceled,
 }
 
 /// A request's final fate.

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::openai_files::{errors_json, no_such_file, render_results, File, FileContent};
-use super::{Batch, Fate, Phase};
+use super::{Batch, Final, Phase};
 use crate::clock::now_unix_ms;
 use crate::openai::{bad_request, check_auth, error_body};
 use crate::state::{base62, FakeProvider};
@@ -243,8 +243,8 @@ fn attach_result_files(fp: &FakeProvider, batch: &mut Batch, now_ms: u64) {
         return;
     };
     let (mut replies, mut failures) = (0usize, 0usize);
-    for (_, fate) in results {
-        if fate == Fate::Reply {
+    for (_, result) in results {
+        if matches!(result, Final::Reply { .. }) {
             replies += 1;
         } else {
             failures += 1;

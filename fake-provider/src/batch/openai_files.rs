@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::openai::{bad, ok, ENDPOINT};
-use super::{Batch, BatchRequest, Fate, ItemOutcome};
+use super::{Batch, BatchRequest, Final};
 use crate::clock::now_unix_ms;
 use crate::judge::splitmix64;
 use crate::openai::{check_auth, completion, error_body, ChatAsk, ChatRequest};
@@ -245,26 +245,23 @@ pub(super) fn render_results(batch: &Batch, errors: bool, now_ms: u64) -> Vec<u8
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (n, (item, fate)) in results.enumerate() {
-        if (fate == Fate::Reply) == errors {
+    for (n, (item, result)) in results.enumerate() {
+        if matches!(result, Final::Reply { .. }) == errors {
             continue;
         }
         let seed = super::item_id(&batch.id, n);
         let request_id = format!("req_{:016x}{:016x}", seed, splitmix64(seed));
-        let (response, error) = match (fate, &item.outcome) {
-            (
-                Fate::Reply,
-                ItemOutcome::Reply {
-                    content,
-                    input_tokens,
-                    output_tokens,
-                },
-            ) => {
-                let body = completion(&item.model, seed, content, *input_tokens, *output_tokens);
+        let (response, error) = match result {
+            Final::Reply {
+                content,
+                input_tokens,
+                output_tokens,
+            } => {
+                let body = completion(&item.model, seed, content, input_tokens, output_tokens);
                 let response = json!({"status_code": 200, "request_id": request_id, "body": body});
                 (response, Value::Null)
             }
-            (Fate::Error | Fate::Reply, _) => {
+            Final::Error => {
                 let message = "The server had an error while processing your request. Sorry \
                     about that!";
                 let body: Value =
@@ -273,12 +270,12 @@ pub(super) fn render_results(batch: &Batch, errors: bool, now_ms: u64) -> Vec<u8
                 let response = json!({"status_code": 500, "request_id": request_id, "body": body});
                 (response, Value::Null)
             }
-            (Fate::Expired, _) => (
+            Final::Expired => (
                 Value::Null,
                 json!({"code": "batch_expired", "message": "This request could not be executed \
                     before the completion window expired."}),
             ),
-            (Fate::Canceled, _) => (
+            Final::Canceled => (
                 Value::Null,
                 json!({"code": "batch_cancelled", "message": "This request was not executed \
                     because the batch was cancelled."}),
