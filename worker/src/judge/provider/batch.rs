@@ -19,7 +19,7 @@ use super::{
 };
 
 /// The OpenAI endpoint every batch line targets.
-const OPENAI_LINE_URL: &str = "/v1/chat/completions";
+pub(super) const OPENAI_LINE_URL: &str = "/v1/chat/completions";
 
 /// A batch as the provider reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +98,7 @@ pub fn framing_bytes(api: Api, lines: usize) -> usize {
     }
 }
 
-fn batch_body<L: AsRef<[u8]>>(api: Api, lines: &[L]) -> Vec<u8> {
+pub(super) fn batch_body<L: AsRef<[u8]>>(api: Api, lines: &[L]) -> Vec<u8> {
     let size =
         lines.iter().map(|l| l.as_ref().len()).sum::<usize>() + framing_bytes(api, lines.len());
     let mut body = Vec::with_capacity(size);
@@ -409,7 +409,7 @@ impl ProviderClient {
     }
 }
 
-fn decode_anthropic(line: &str) -> Result<(String, BatchItem), String> {
+pub(super) fn decode_anthropic(line: &str) -> Result<(String, BatchItem), String> {
     let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
     let custom_id = str_field(&value, "custom_id")?.to_owned();
     let result = &value["result"];
@@ -454,67 +454,5 @@ fn malformed(e: impl std::fmt::Display) -> CallError {
     CallError::Malformed {
         status: 200,
         message: clean(&format!("batch document: {e}")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::judge::prompt::Prompt;
-
-    fn request(prompt: &Prompt) -> ChatRequest<'_> {
-        ChatRequest {
-            model: "m",
-            prompt,
-            max_tokens: 10,
-        }
-    }
-
-    #[test]
-    fn lines_are_framed_as_each_api_wants() {
-        let prompt = Prompt {
-            system: "s".into(),
-            user: "u".into(),
-        };
-        for api in [Api::Openai, Api::Anthropic] {
-            let lines = vec![
-                encode_line(api, "a", &request(&prompt)),
-                encode_line(api, "b", &request(&prompt)),
-            ];
-            let body = batch_body(api, &lines);
-            let content: usize = lines.iter().map(Vec::len).sum();
-            assert_eq!(body.len(), content + framing_bytes(api, 2));
-            match api {
-                Api::Openai => {
-                    let first: Value = serde_json::from_slice(&lines[0]).unwrap();
-                    assert_eq!(first["url"], OPENAI_LINE_URL);
-                    assert_eq!(first["body"]["response_format"]["type"], "json_object");
-                }
-                Api::Anthropic => {
-                    let whole: Value = serde_json::from_slice(&body).unwrap();
-                    assert_eq!(whole["requests"][1]["custom_id"], "b");
-                    assert_eq!(whole["requests"][0]["params"]["system"], "s");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn anthropic_results_decode_every_type() {
-        let ok = r#"{"custom_id":"a","result":{"type":"succeeded","message":{"content":[{"type":"text","text":"{\"score\":3}"}],"usage":{"input_tokens":5,"output_tokens":2}}}}"#;
-        let (id, item) = decode_anthropic(ok).unwrap();
-        assert_eq!(id, "a");
-        assert!(matches!(item, BatchItem::Reply { ref text, .. } if text == "{\"score\":3}"));
-        let bad = r#"{"custom_id":"b","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}}}"#;
-        assert!(matches!(
-            decode_anthropic(bad).unwrap().1,
-            BatchItem::Errored {
-                retryable: false,
-                ..
-            }
-        ));
-        let expired = r#"{"custom_id":"c","result":{"type":"expired"}}"#;
-        assert_eq!(decode_anthropic(expired).unwrap().1, BatchItem::Expired);
-        assert!(decode_anthropic(r#"{"custom_id":"d","result":{"type":"?"}}"#).is_err());
     }
 }

@@ -12,6 +12,8 @@
 mod anthropic;
 pub mod batch;
 #[cfg(test)]
+mod batch_tests;
+#[cfg(test)]
 mod client_tests;
 mod error;
 #[cfg(test)]
