@@ -99,6 +99,30 @@ async fn count(c: &Client) -> String {
         .expect("text")
 }
 
+/// A browser on the report of a bundled example, loaded without script errors; the driver and
+/// the report's directory live as long as it.
+struct Opened {
+    c: Client,
+    report: Value,
+    _driver: Driver,
+    _dir: tempfile::TempDir,
+}
+
+/// [`Opened`] for `test`, or None when the test is skipped (no chromedriver outside CI).
+async fn open(test: &str, dataset: &str, suite: &str) -> Option<Opened> {
+    let driver = driver(test)?;
+    let dir = tempdir();
+    let (page, report) = reports(dataset, suite, dir.path());
+    let c = browser(&driver, &dir.path().join("profile")).await;
+    loaded_without_errors(&c, &page).await;
+    Some(Opened {
+        c,
+        report,
+        _driver: driver,
+        _dir: dir,
+    })
+}
+
 async fn loaded_without_errors(c: &Client, page: &Path) {
     c.goto(&format!("file://{}", page.display()))
         .await
@@ -122,13 +146,20 @@ async fn loaded_without_errors(c: &Client, page: &Path) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn support_judge_items_filter_sort_and_open() {
-    let Some(driver) = driver("support_judge_items_filter_sort_and_open") else {
+    let Some(Opened {
+        c,
+        report,
+        _driver,
+        _dir,
+    }) = open(
+        "support_judge_items_filter_sort_and_open",
+        "support-judge.jsonl",
+        "support-judge",
+    )
+    .await
+    else {
         return;
     };
-    let dir = tempdir();
-    let (page, report) = reports("support-judge.jsonl", "support-judge", dir.path());
-    let c = browser(&driver, &dir.path().join("profile")).await;
-    loaded_without_errors(&c, &page).await;
     let results = items(&report);
     assert_eq!(count(&c).await, format!("{0} of {0} items", results.len()));
     let rows = "return document.querySelectorAll('#items-table tbody tr').length";
@@ -251,13 +282,20 @@ async fn support_judge_items_filter_sort_and_open() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rag_layers_items_filter_by_fail_tags_and_show_metrics() {
-    let Some(driver) = driver("rag_layers_items_filter_by_fail_tags_and_show_metrics") else {
+    let Some(Opened {
+        c,
+        report,
+        _driver,
+        _dir,
+    }) = open(
+        "rag_layers_items_filter_by_fail_tags_and_show_metrics",
+        "rag-layers.jsonl",
+        "rag-layers",
+    )
+    .await
+    else {
         return;
     };
-    let dir = tempdir();
-    let (page, report) = reports("rag-layers.jsonl", "rag-layers", dir.path());
-    let c = browser(&driver, &dir.path().join("profile")).await;
-    loaded_without_errors(&c, &page).await;
     let all = items(&report);
     let failing = all
         .iter()

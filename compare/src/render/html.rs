@@ -11,7 +11,7 @@ use crate::flips::{Flip, Flips};
 use crate::quantity::{Histogram, Quantity};
 use crate::Comparison;
 
-use super::{interval, num, pval};
+use super::{interval, num, pval, signed};
 
 /// How many flips of each direction the page lists (compare.json has them all).
 const LISTED_FLIPS: usize = 100;
@@ -72,7 +72,7 @@ fn table(h: &mut String, c: &Comparison) {
             q.excluded_null,
             num(q.mean_base),
             num(q.mean_new),
-            q.delta.map_or("–".into(), |d| format!("{d:+.4}")),
+            signed(q.delta),
             interval(q),
             q.ci_method.unwrap_or("–"),
             q.test,
@@ -146,7 +146,7 @@ fn diff_plot(h: &mut String, q: &Quantity, hist: &Histogram) {
     }
     h.push_str(&format!(
         "<text x=\"{pad}\" y=\"14\">Δ {} {} · p (Holm) {}</text></svg></figure>\n",
-        q.delta.map_or("–".into(), |d| format!("{d:+.4}")),
+        signed(q.delta),
         interval(q),
         pval(q.p_adjusted)
     ));

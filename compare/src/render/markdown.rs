@@ -4,7 +4,7 @@
 use crate::flips::{Flip, Flips};
 use crate::Comparison;
 
-use super::{interval, num, pval};
+use super::{interval, num, pval, signed};
 
 /// How many flips of each direction the summary shows.
 const SHOWN_FLIPS: usize = 5;
@@ -63,7 +63,7 @@ pub(crate) fn render(c: &Comparison) -> String {
             q.n,
             num(q.mean_base),
             num(q.mean_new),
-            q.delta.map_or("–".into(), |d| format!("{d:+.4}")),
+            signed(q.delta),
             interval(q),
             q.ci_method.unwrap_or("–"),
             q.test,

@@ -72,6 +72,11 @@ pub(crate) fn num(x: Option<f64>) -> String {
     }
 }
 
+/// A signed difference for display (`+0.0123`), `–` for none.
+pub(crate) fn signed(x: Option<f64>) -> String {
+    x.map_or("–".into(), |d| format!("{d:+.4}"))
+}
+
 /// A p-value for display: scientific below 10^-4.
 pub(crate) fn pval(x: Option<f64>) -> String {
     match x {
