@@ -203,4 +203,28 @@ fn the_fleet_refuses_batch_mode_until_it_has_a_crash_safe_coordinator() {
         "{}",
         out.stderr
     );
+    // And so it does when the flag asks for it over a config that says live.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_evalfleet"));
+    cmd.current_dir(common::root())
+        .args([
+            "submit",
+            BUNDLED,
+            "--judge",
+            "live",
+            "--judge-mode",
+            "batch",
+        ])
+        .args([
+            "--amqp-url",
+            "amqp://127.0.0.1:9/",
+            "--redis-url",
+            "redis://127.0.0.1:9/",
+        ]);
+    let out = common::run_with_timeout(cmd, std::time::Duration::from_secs(30));
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("not available in the fleet yet"),
+        "{}",
+        out.stderr
+    );
 }

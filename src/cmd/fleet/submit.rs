@@ -9,6 +9,7 @@ use clap::Args;
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
 use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
+use evalfleet_shared::config::CallMode;
 use evalfleet_shared::dataset::Format;
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
@@ -35,6 +36,11 @@ pub struct SubmitArgs {
     pub wait: bool,
     #[arg(long, default_value = "heuristic", value_parser = crate::cmd::parse_judge)]
     pub judge: JudgeMode,
+    /// How a live judge's questions reach the providers: live, or batch (the providers' Batch
+    /// APIs). Overrides `judges.mode`. The fleet takes only live for now: batch is refused,
+    /// except with --estimate, which shows what it would cost.
+    #[arg(long, value_parser = crate::cmd::parse_call_mode)]
+    pub judge_mode: Option<CallMode>,
     /// Print the judge calls, tokens and cost, and exit: nothing is published.
     #[arg(long)]
     pub estimate: bool,
@@ -56,6 +62,9 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = crate::cmd::config_and_suite(config, &args.suite)?;
     if let Some(budget) = args.budget {
         config.judges.budget_usd = Some(budget);
+    }
+    if let Some(mode) = args.judge_mode {
+        config.judges.set_mode(mode);
     }
     let bytes = crate::cmd::dataset_len(&args.dataset)?;
     if args.judge == JudgeMode::Live && config.judges.batches() && !args.estimate {
