@@ -7,6 +7,7 @@
 //! folds records → [`report`] renders the files.
 
 pub mod aggregate;
+pub mod batch_store;
 pub mod config;
 /// The `WorkQueue`/`ResultStore` contract suite, for implementations' tests.
 #[cfg(any(test, feature = "testing"))]

@@ -5,6 +5,7 @@
 //! | what happened | settle |
 //! |---|---|
 //! | the result is stored (or was already: a redelivery) | ack |
+//! | fleet batch mode: the example waits for batch replies, and is parked | ack (re-enqueued once they are in) |
 //! | the run was cancelled | ack, without judging |
 //! | the store is unavailable | retried with backoff a few times, then requeue |
 //! | the example's scenario cannot be read (store unavailable) | retried as a store write, then requeue |
@@ -22,12 +23,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
+use evalfleet_shared::batch_store::{Parking, Question};
 use evalfleet_shared::queue::{Delivery, Message, WorkQueue};
 use evalfleet_shared::record::{Outcome, ResultRecord};
 use evalfleet_shared::store::{PutOutcome, ResultStore, StoreError};
 
 use crate::metrics::metrics;
-use crate::{process, Pipeline, WorkerError, WorkerStats};
+use crate::{process, Pipeline, Processed, WorkerError, WorkerStats};
 
 /// Attempts to store one result before the message is handed back to the queue.
 const STORE_ATTEMPTS: usize = 5;
@@ -52,6 +54,12 @@ pub trait Runs: Send + Sync + 'static {
     fn resolve(&self, msg: &Message) -> impl Future<Output = Resolution> + Send;
     /// Keeps a failed example's message so `evalfleet retry` can re-enqueue it.
     fn keep_failed(&self, msg: &Message) -> impl Future<Output = ()> + Send;
+    /// Parks an example that waits for batch replies (fleet batch mode).
+    fn park(
+        &self,
+        msg: &Message,
+        questions: &[Question],
+    ) -> impl Future<Output = Result<Parking, StoreError>> + Send;
 }
 
 /// The embedded run: every message belongs to the one run being evaluated.
@@ -63,6 +71,13 @@ impl Runs for OneRun {
     }
 
     async fn keep_failed(&self, _: &Message) {}
+
+    async fn park(&self, _: &Message, _: &[Question]) -> Result<Parking, StoreError> {
+        // `run` waits for its batches in memory: its judge never parks an example.
+        Err(StoreError::Backend(
+            "the embedded run cannot park examples".into(),
+        ))
+    }
 }
 
 /// How a delivery is settled.
@@ -185,9 +200,17 @@ async fn handle<S: ResultStore, R: Runs>(
             return Ok(Settle::Requeue);
         }
     };
-    let record = match process(&pipeline, store, msg).await {
-        Ok(record) => record,
-        Err(e) => return Ok(store_failed(&e, msg, stats)),
+    let record = loop {
+        match process(&pipeline, store, msg).await {
+            Ok(Processed::Record(record)) => break record,
+            Ok(Processed::Awaiting(questions)) => match runs.park(msg, &questions).await {
+                Ok(Parking::Parked) => return Ok(Settle::Ack),
+                // Every reply came in meanwhile: evaluate again (each round gets further).
+                Ok(Parking::Answered) => continue,
+                Err(e) => return Ok(store_failed(&e, msg, stats)),
+            },
+            Err(e) => return Ok(store_failed(&e, msg, stats)),
+        }
     };
     if let Some(reason) = pipeline.judge.stopped() {
         // The example was not judged: give it back for a worker whose key works.

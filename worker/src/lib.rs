@@ -7,6 +7,7 @@ pub mod consume;
 pub mod http;
 pub mod judge;
 pub mod metrics;
+pub mod coordinator;
 mod process;
 mod scenarios;
 pub mod service;
@@ -20,7 +21,7 @@ use evalfleet_shared::store::ResultStore;
 
 pub use consume::{run_consumers, OneRun, Resolution, Runs};
 pub use judge::{Judge, JudgeMode, LiveJudge};
-pub use process::{process, Pipeline};
+pub use process::{process, Pipeline, Processed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use evalfleet_shared::batch_store::Question;
 use evalfleet_shared::evaluate::{finish, judge_tasks, Effort};
 use evalfleet_shared::queue::Message;
 use evalfleet_shared::record::ResultRecord;
@@ -33,13 +34,21 @@ impl Pipeline {
     }
 }
 
-/// Evaluates one example message into its result record. Err only when the store could not be
-/// read for the example's scenario (the caller settles it as any store error).
+/// What evaluating one example came to.
+pub enum Processed {
+    /// Its result record.
+    Record(ResultRecord),
+    /// Fleet batch mode: it waits for these questions' batch replies (the caller parks it).
+    Awaiting(Vec<Question>),
+}
+
+/// Evaluates one example message. Err only when the store could not be read for the example's
+/// scenario (the caller settles it as any store error).
 pub async fn process<S: ResultStore>(
     pipeline: &Pipeline,
     store: &S,
     msg: &Message,
-) -> Result<ResultRecord, StoreError> {
+) -> Result<Processed, StoreError> {
     let suite = &pipeline.suite;
     match pipeline
         .scenarios
@@ -53,7 +62,7 @@ pub async fn process<S: ResultStore>(
             let mut rec =
                 ResultRecord::failed(&msg.run_id, &suite.name, msg.index, msg.line, id, reason);
             rec.group = msg.example.group();
-            return Ok(rec);
+            return Ok(Processed::Record(rec));
         }
     }
     let m = metrics();
@@ -61,19 +70,22 @@ pub async fn process<S: ResultStore>(
     let started = Instant::now();
     let record = evaluate(suite, &pipeline.judge, msg, started).await;
     m.inflight.dec();
+    let record = match record {
+        Processed::Record(record) => record,
+        awaiting => return Ok(awaiting),
+    };
     m.examples_processed
         .with_label_values(&[&record.suite, record.outcome.as_str()])
         .inc();
     m.example_duration.observe(started.elapsed().as_secs_f64());
-    Ok(record)
+    Ok(Processed::Record(record))
 }
 
-async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant) -> ResultRecord {
+async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant) -> Processed {
     let example = &msg.example;
     let tasks = judge_tasks(suite, example);
     let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
-    let key = crate::judge::batch::example_key(&msg.run_id, msg.index);
-    match judge.judge(example, &tasks, &key).await {
+    Processed::Record(match judge.judge(example, &tasks, &msg.run_id, msg.index).await {
         Ok(judged) => {
             let effort = Effort {
                 usage: judged.usage,
@@ -89,6 +101,9 @@ async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant)
                 judged.scores,
                 effort,
             )
+        }
+        Err(failure) if !failure.awaiting.is_empty() => {
+            return Processed::Awaiting(failure.awaiting)
         }
         Err(failure) => {
             let mut rec = ResultRecord::failed(
@@ -110,5 +125,5 @@ async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant)
             }
             rec
         }
-    }
+    })
 }

@@ -6,21 +6,25 @@
 //! - a message of a cancelled run is acked and dropped without any judge call;
 //! - live judges are shared by runs with the same judge configuration (so they share rate
 //!   limits), and use the fleet-wide limiter and the Redis judge cache;
-//! - a failed example's message is kept so `evalfleet retry` can re-enqueue it.
+//! - a failed example's message is kept so `evalfleet retry` can re-enqueue it;
+//! - in batch mode an example waiting for batch replies is parked in the [`BatchStore`], and
+//!   this worker takes part in coordinating the fleet's provider batches ([`crate::coordinator`]).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use evalfleet_shared::batch_store::{BatchStore, Parking, Question};
 use evalfleet_shared::judge_cache::{JudgeCache, NoCache};
 use evalfleet_shared::queue::{Message, WorkQueue};
 use evalfleet_shared::runs::{RunDirectory, RunStatus};
 use evalfleet_shared::shared_limit::SharedLimiter;
 use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::ResultStore;
+use evalfleet_shared::store::{ResultStore, StoreError};
 
 use crate::consume::{run_consumers, Resolution, Runs};
+use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
 use crate::judge::{Judge, JudgeMode, LiveJudge};
 use crate::{Pipeline, WorkerError, WorkerStats};
 
@@ -32,6 +36,8 @@ pub struct ServiceOptions {
     pub concurrency: usize,
     /// How long in-flight work may take to finish after a shutdown signal.
     pub shutdown_deadline: Duration,
+    /// How this worker coordinates provider batches (batch mode).
+    pub coordinator: CoordinatorOptions,
 }
 
 /// The fleet worker: its queue and store, and the runs it has seen.
@@ -48,6 +54,7 @@ pub struct FleetRuns<D> {
     registry: Arc<D>,
     cache: Arc<dyn JudgeCache>,
     limiter: Option<Arc<dyn SharedLimiter>>,
+    batches: Arc<dyn BatchStore>,
     contexts: Mutex<HashMap<String, Arc<RunContext>>>,
     judges: Mutex<HashMap<String, Arc<LiveJudge>>>,
 }
@@ -69,6 +76,7 @@ where
         registry: Arc<D>,
         cache: Arc<dyn JudgeCache>,
         limiter: Option<Arc<dyn SharedLimiter>>,
+        batches: Arc<dyn BatchStore>,
     ) -> Self {
         FleetWorker {
             queue,
@@ -77,6 +85,7 @@ where
                 registry,
                 cache,
                 limiter,
+                batches,
                 contexts: Mutex::new(HashMap::new()),
                 judges: Mutex::new(HashMap::new()),
             }),
@@ -91,7 +100,18 @@ where
         opts: ServiceOptions,
         shutdown: impl Future<Output = ()> + Send,
     ) -> Result<(), WorkerError> {
-        run_consumers(
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let coordinator = tokio::spawn(coordinate(
+            self.runs.batches.clone(),
+            self.queue.clone(),
+            self.runs.clone(),
+            opts.coordinator,
+            async move {
+                let mut stopped = stopped;
+                let _ = stopped.wait_for(|s| *s).await;
+            },
+        ));
+        let served = run_consumers(
             self.queue.clone(),
             self.store.clone(),
             self.runs.clone(),
@@ -100,7 +120,10 @@ where
             shutdown,
             opts.shutdown_deadline,
         )
-        .await
+        .await;
+        let _ = stop.send(true);
+        let _ = coordinator.await;
+        served
     }
 }
 
@@ -131,6 +154,25 @@ impl<D: RunDirectory> Runs for FleetRuns<D> {
         {
             tracing::warn!(error = %e, "cannot keep the failed example's message for retry");
         }
+    }
+
+    async fn park(&self, msg: &Message, questions: &[Question]) -> Result<Parking, StoreError> {
+        let json = serde_json::to_string(msg)
+            .map_err(|e| StoreError::Backend(format!("the message does not serialise: {e}")))?;
+        self.batches
+            .park(&msg.run_id, msg.index, &json, questions)
+            .await
+    }
+}
+
+impl<D: RunDirectory> BatchRuns for FleetRuns<D> {
+    async fn batch_judge(&self, run: &str) -> Option<(Arc<LiveJudge>, bool)> {
+        let ctx = self.context(run).await.ok().flatten()?;
+        let Judge::Live(live) = &ctx.pipeline.judge else {
+            return None;
+        };
+        let cancelled = self.state(run, &ctx).await == RunStatus::Cancelled;
+        Some((live.clone(), cancelled))
     }
 }
 
@@ -176,15 +218,12 @@ impl<D: RunDirectory> FleetRuns<D> {
                 } else {
                     Arc::new(NoCache)
                 };
-                if spec.judges.batches() {
-                    // Holding messages for a batch's hours would meet the broker's consumer
-                    // timeout, and a redelivery would pay for a request twice.
-                    return Err(WorkerError::Stopped(
-                        "the run asks for judges.mode batch, which fleet workers do not take yet"
-                            .into(),
-                    ));
-                }
                 let mut live = LiveJudge::new(&spec.judges, cache).map_err(WorkerError::Stopped)?;
+                if spec.judges.batches() {
+                    // Examples wait for their batches parked in Redis, not in a held message:
+                    // a batch takes hours, more than the broker's consumer timeout.
+                    live = live.with_parking(self.batches.clone());
+                }
                 if let Some(limiter) = &self.limiter {
                     live = live.with_shared_limiter(limiter.clone());
                 }

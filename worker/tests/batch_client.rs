@@ -2,12 +2,15 @@
 //! progress, end and decode every result type; a batch is found again by its tag; errors and
 //! expiries come back as per-request results, not as failures of the batch.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use evalfleet_fake_provider::{spawn, FakeProviderArgs, Verdict};
 use evalfleet_shared::config::{Api, JudgeConfig, ProviderConfig};
 use evalfleet_worker::judge::prompt::Prompt;
-use evalfleet_worker::judge::provider::batch::{encode_line, BatchItem, BatchState, BatchStatus};
+use evalfleet_worker::judge::provider::batch::{
+    encode_line, BatchItem, BatchState, BatchStatus, Shape, Sought,
+};
 use evalfleet_worker::judge::provider::{ChatRequest, ProviderClient};
 
 async fn client(api: Api, args: FakeProviderArgs) -> (ProviderClient, tokio::task::JoinHandle<()>) {
@@ -77,6 +80,7 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
         };
         let (client, _fake) = client(api, args).await;
         let prompts = prompts(12);
+        let collected_ms = jiff::Timestamp::now().as_millisecond() as u64;
         let created = client
             .create_batch(&lines(api, &prompts), "tag-1")
             .await
@@ -100,12 +104,33 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
             assert_eq!(text, Verdict::for_prompt(7, &prompt).json(), "{api:?}");
             assert!(usage.input > 0 && usage.output > 0);
         }
-        let found = client.find_batch("tag-1", 1_000).await.unwrap();
+        // Found again after a crash: OpenAI's by its tag, Anthropic's by its shape (created
+        // after the questions were collected, with their number, not already recorded).
+        let tag_only = |tag| Sought { tag, shape: None };
+        let found = client.find_batch(&tag_only("tag-1"), 1_000).await.unwrap();
         match api {
-            Api::Openai => assert_eq!(found.map(|s| s.id), Some(created.id)),
+            Api::Openai => assert_eq!(found.map(|s| s.id), Some(created.id.clone())),
             Api::Anthropic => assert_eq!(found, None),
         }
-        assert_eq!(client.find_batch("tag-2", 1_000).await.unwrap(), None);
+        assert_eq!(client.find_batch(&tag_only("tag-2"), 1_000).await.unwrap(), None);
+        let mut known = HashSet::new();
+        let shaped = |requests, known| Sought {
+            tag: "tag-1",
+            shape: Some(Shape {
+                collected_ms: collected_ms - 1_000,
+                requests,
+                known,
+            }),
+        };
+        let found = client.find_batch(&shaped(12, &known), 1_000).await.unwrap();
+        assert_eq!(found.map(|s| s.id), Some(created.id.clone()), "{api:?}");
+        if api == Api::Anthropic {
+            let other_size = client.find_batch(&shaped(13, &known), 1_000).await.unwrap();
+            assert_eq!(other_size, None);
+            known.insert(created.id.clone());
+            let recorded = client.find_batch(&shaped(12, &known), 1_000).await.unwrap();
+            assert_eq!(recorded, None);
+        }
     }
 }
 

@@ -67,6 +67,22 @@ impl Keys {
         format!("{}ratelimit:{key}", self.prefix)
     }
 
+    /// `run:{id}:batch:<part>`: batch mode's state of a run (questions, answers, parked,
+    /// batches, next, `pending:<provider>`, `cids:<n>`).
+    pub(crate) fn batch_part(&self, id: &str, part: &str) -> String {
+        format!("{}run:{id}:batch:{part}", self.prefix)
+    }
+
+    /// `batch:runs`: the runs with batch work, which coordinators look through.
+    pub(crate) fn batch_runs(&self) -> String {
+        format!("{}batch:runs", self.prefix)
+    }
+
+    /// `batch:lease:<provider>`: the holder of a provider's coordinator lease (PX).
+    pub(crate) fn batch_lease(&self, provider: &str) -> String {
+        format!("{}batch:lease:{provider}", self.prefix)
+    }
+
     /// `ratelimit:<key>:pause`: set (with PX) when a worker saw a 429; the whole fleet waits.
     pub(crate) fn rate_pause(&self, key: &str) -> String {
         format!("{}ratelimit:{key}:pause", self.prefix)
@@ -93,6 +109,12 @@ mod tests {
             k.rate_pause("openai:rpm"),
             "evalfleet:ratelimit:openai:rpm:pause"
         );
+        assert_eq!(
+            k.batch_part("r1", "pending:openai"),
+            "evalfleet:run:r1:batch:pending:openai"
+        );
+        assert_eq!(k.batch_lease("openai"), "evalfleet:batch:lease:openai");
+        assert_eq!(k.batch_runs(), "evalfleet:batch:runs");
         assert_eq!(k.run_keys("x")[5], "evalfleet:run:x:summary");
         assert_eq!(k.run_keys("x")[6], "evalfleet:run:x:scenarios");
     }

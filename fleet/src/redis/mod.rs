@@ -15,6 +15,12 @@
 //! | `run:{id}:summary` | string | summary.md of the finished run |
 //! | `run:{id}:scenarios` | hash | SHA-256 digest → log-analysis scenario JSON (stored once per run) |
 //! | `run:{id}:report_lock` | string | owner of the report being written (PX) |
+//! | `run:{id}:batch:questions` | hash | batch mode: custom_id → batch line (blanked once its batch is at the provider) |
+//! | `run:{id}:batch:pending:<provider>` | list | custom_ids waiting for a batch |
+//! | `run:{id}:batch:answers` | hash | custom_id → result JSON |
+//! | `run:{id}:batch:parked` | hash | index → awaited custom_ids and the example's message |
+//! | `run:{id}:batch:batches` / `:next` / `:cids:<n>` | hash / counter / list | batch records, their numbering, their custom_ids |
+//! | `batch:runs` / `batch:lease:<provider>` | set / string | runs with batch work / a provider coordinator's lease (PX) |
 //! | `runs` | sorted set | run ids by creation time (unix ms) |
 //! | `events` | stream | `run`, `index`, `record` per stored result |
 //! | `cache:judge:<key>` | string | cached judge verdict JSON (EX ttl) |
@@ -22,6 +28,7 @@
 //!
 //! Every multi-key change is a Lua script in `lua/`, loaded with `include_str!`.
 
+mod batches;
 mod error;
 mod events;
 mod failed;

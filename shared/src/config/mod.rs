@@ -65,6 +65,9 @@ pub struct FleetConfig {
     /// reads ready *and* unacked message counts from it; otherwise it reads ready counts with
     /// an AMQP passive declare. Empty = not set.
     pub management_url: Option<String>,
+    /// Seconds a worker's lease as a provider's batch coordinator lasts unrenewed (renewed
+    /// every third of it): after a coordinator dies, another worker takes over within this.
+    pub batch_lease_s: f64,
 }
 
 impl Default for FleetConfig {
@@ -80,6 +83,7 @@ impl Default for FleetConfig {
             fleet_rate_limits: true,
             judge_cache_ttl_s: 7 * 24 * 3600,
             management_url: None,
+            batch_lease_s: 10.0,
         }
     }
 }

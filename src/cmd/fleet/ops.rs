@@ -3,7 +3,10 @@
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use evalfleet_fleet::redis::RunStatus;
+use evalfleet_fleet::redis::{RedisStore, RunStatus};
+use evalfleet_shared::batch_store::{BatchPhase, BatchStore};
+use evalfleet_shared::config::CallMode;
+use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::queue::{Message, WorkQueue};
 use evalfleet_shared::store::ResultStore;
 
@@ -117,6 +120,7 @@ pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             "  outcomes: ok {} · failed {} · skipped {}",
             c.ok, c.failed, c.skipped
         );
+        print_batches(&store, &run).await?;
         if let Ok(queue) = args.endpoints.connect_amqp(&config, 1).await {
             let dead = queue.dead_letters(10_000).await?;
             let mine = dead
@@ -130,6 +134,59 @@ pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         }
         Ok(Exit::Success)
     })
+}
+
+/// Batch mode's lines of `status RUN`: the run's provider batches by state, the questions
+/// waiting for a batch and the examples waiting for their results.
+async fn print_batches(store: &RedisStore, run: &str) -> anyhow::Result<()> {
+    let Some(spec) = store.spec(run).await? else {
+        return Ok(());
+    };
+    let Ok(spec) = serde_json::from_str::<RunSpec>(&spec) else {
+        return Ok(());
+    };
+    let providers: Vec<String> = spec
+        .judges
+        .providers
+        .keys()
+        .filter(|p| spec.judges.mode_of(p) == CallMode::Batch)
+        .cloned()
+        .collect();
+    if providers.is_empty() {
+        return Ok(());
+    }
+    let overview = store.overview(run, &providers).await?;
+    for provider in &providers {
+        let states: Vec<String> = BatchPhase::ALL
+            .iter()
+            .filter_map(|phase| {
+                let n = overview
+                    .batches
+                    .iter()
+                    .filter(|(_, b)| &b.provider == provider && b.phase == *phase)
+                    .count();
+                (n > 0).then(|| format!("{} {n}", phase.as_str()))
+            })
+            .collect();
+        let pending = overview
+            .pending
+            .iter()
+            .find(|(p, _)| p == provider)
+            .map_or(0, |(_, n)| *n);
+        println!(
+            "  batches of {provider}: {}; requests pending {pending}",
+            if states.is_empty() {
+                "none yet".to_owned()
+            } else {
+                states.join(", ")
+            }
+        );
+    }
+    println!(
+        "  examples waiting for batch results: {}",
+        overview.parked
+    );
+    Ok(())
 }
 
 pub fn report(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
@@ -174,6 +231,19 @@ pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
             "run {} cancelled: workers drop its remaining messages without judging them",
             args.run
         );
+        let open = store
+            .batches(&args.run)
+            .await?
+            .iter()
+            .filter(|(_, b)| b.phase.open())
+            .count();
+        if open > 0 {
+            println!(
+                "  its {open} open provider batches are being cancelled by the batch coordinator \
+                 (see `evalfleet status {}`)",
+                args.run
+            );
+        }
         Ok(Exit::Success)
     })
 }

@@ -16,7 +16,7 @@ use evalfleet_shared::store::ResultStore;
 use evalfleet_worker::JudgeMode;
 
 use super::Endpoints;
-use crate::exit::{BadInput, Exit};
+use crate::exit::Exit;
 use crate::progress::RunProgress;
 
 #[derive(Args)]
@@ -67,14 +67,6 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         config.judges.set_mode(mode);
     }
     let bytes = crate::cmd::dataset_len(&args.dataset)?;
-    if args.judge == JudgeMode::Live && config.judges.batches() && !args.estimate {
-        return Err(BadInput(
-            "judges.mode batch is not available in the fleet yet (its crash-safe coordinator \
-             is not built): use `evalfleet run --judge-mode batch`, or submit with judges.mode: live"
-                .into(),
-        )
-        .into());
-    }
     if args.estimate {
         return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }

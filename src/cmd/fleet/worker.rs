@@ -10,6 +10,8 @@ use evalfleet_fleet::limits::FleetLimits;
 use evalfleet_fleet::redis::RedisJudgeCache;
 use evalfleet_shared::judge_cache::JudgeCache;
 use evalfleet_shared::shared_limit::SharedLimiter;
+use evalfleet_shared::batch_store::BatchStore;
+use evalfleet_worker::coordinator::CoordinatorOptions;
 use evalfleet_worker::service::{FleetWorker, ServiceOptions};
 use evalfleet_worker::WorkerError;
 
@@ -47,12 +49,14 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             .fleet
             .fleet_rate_limits
             .then(|| Arc::new(FleetLimits::new(&store, &config.judges)) as Arc<dyn SharedLimiter>);
+        let batches: Arc<dyn BatchStore> = Arc::new(store.clone());
         let worker = Arc::new(FleetWorker::new(
             queue,
             Arc::new(store.clone()),
             Arc::new(store),
             cache,
             limiter,
+            batches,
         ));
         // The suites and judges this worker's config knows start at 0 (a run's spec may name
         // others: their series appear with their first example).
@@ -67,6 +71,10 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         let opts = ServiceOptions {
             concurrency,
             shutdown_deadline: Duration::from_secs(config.fleet.shutdown_deadline_s),
+            coordinator: CoordinatorOptions {
+                holder: holder_name(),
+                lease: Duration::from_secs_f64(config.fleet.batch_lease_s.max(0.3)),
+            },
         };
         match worker.serve(opts, super::shutdown_signal()).await {
             Ok(()) => {
@@ -77,4 +85,11 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             Err(e) => Err(e.into()),
         }
     })
+}
+
+/// This process's name in the batch coordinator leases: host, pid and a random part (a
+/// restarted process with a reused pid must not take its predecessor's lease for its own).
+fn holder_name() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into());
+    format!("{host}-{}-{:08x}", std::process::id(), rand::random::<u32>())
 }

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
+use evalfleet_shared::batch_store::Question;
 use evalfleet_shared::config::RetryConfig;
 
 use evalfleet_shared::evaluate::{heuristic_verdict, Example, JudgeTask};
@@ -33,7 +34,9 @@ pub struct JudgeOutcome {
 }
 
 /// Judging an example failed: the example is `failed` with this reason (judge errors after
-/// retries, the budget). `fatal` failures stop the whole run (a rejected API key).
+/// retries, the budget). `fatal` failures stop the whole run (a rejected API key). A failure
+/// with `awaiting` questions is no failure: in fleet batch mode the example waits (is parked)
+/// for those questions' batches.
 #[derive(Debug, Clone)]
 pub struct JudgeFailure {
     pub reason: String,
@@ -41,6 +44,7 @@ pub struct JudgeFailure {
     pub attempts: u32,
     pub last_status: Option<u16>,
     pub usage: Usage,
+    pub awaiting: Vec<Question>,
 }
 
 impl JudgeFailure {
@@ -51,6 +55,15 @@ impl JudgeFailure {
             attempts: 0,
             last_status: None,
             usage: Usage::default(),
+            awaiting: Vec::new(),
+        }
+    }
+
+    /// The example waits for these questions' batch replies.
+    pub fn awaiting(questions: Vec<Question>) -> Self {
+        JudgeFailure {
+            awaiting: questions,
+            ..JudgeFailure::new("waiting for batch replies".into(), false)
         }
     }
 }
@@ -71,12 +84,13 @@ impl Judge {
         }
     }
 
-    /// Scores every task of one example; `key` names the example (see [`batch::example_key`]).
+    /// Scores every task of example `index` of run `run_id`.
     pub async fn judge(
         &self,
         example: &Example,
         tasks: &[JudgeTask<'_>],
-        key: &str,
+        run_id: &str,
+        index: u64,
     ) -> Result<JudgeOutcome, JudgeFailure> {
         match self {
             Judge::None => Ok(JudgeOutcome::default()),
@@ -91,7 +105,7 @@ impl Judge {
                     attempts: 0,
                 })
             }
-            Judge::Live(live) => live.judge(example, tasks, key).await,
+            Judge::Live(live) => live.judge(example, tasks, run_id, index).await,
         }
     }
 }

@@ -14,13 +14,13 @@ use tokio::task::JoinSet;
 
 use super::pack::{Fit, Pack};
 use super::{BatcherOptions, Waiting};
-use crate::judge::provider::batch::{BatchItem, BatchState, BatchStatus};
+use crate::judge::provider::batch::{BatchItem, BatchState, BatchStatus, Sought};
 use crate::judge::provider::{CallError, ProviderClient};
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
 
 /// How many of the newest batches a retried create looks through for its own.
-const FIND_SCAN: usize = 200;
+pub(crate) const FIND_SCAN: usize = 200;
 
 pub(super) async fn run(
     client: Arc<ProviderClient>,
@@ -226,7 +226,8 @@ async fn run_batch(
     let tries = AtomicU64::new(0);
     let created = persist(options, || async {
         if tries.fetch_add(1, Ordering::Relaxed) > 0 {
-            if let Some(found) = client.find_batch(tag, FIND_SCAN).await? {
+            let sought = Sought { tag, shape: None };
+            if let Some(found) = client.find_batch(&sought, FIND_SCAN).await? {
                 return Ok(found);
             }
         }
@@ -281,7 +282,7 @@ async fn poll(
 }
 
 /// A batch API call, retried on transient errors like a live judge call.
-async fn persist<T, F, Fut>(options: &BatcherOptions, call: F) -> Result<T, CallError>
+pub(crate) async fn persist<T, F, Fut>(options: &BatcherOptions, call: F) -> Result<T, CallError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, CallError>>,
@@ -294,7 +295,7 @@ where
         .await
 }
 
-fn errored(e: &CallError) -> BatchItem {
+pub(crate) fn errored(e: &CallError) -> BatchItem {
     BatchItem::Errored {
         reason: e.reason(),
         retryable: e.retryable(),
@@ -302,7 +303,7 @@ fn errored(e: &CallError) -> BatchItem {
 }
 
 /// The `kind` label of a request that came back without a reply.
-fn error_kind(item: &BatchItem) -> Option<&'static str> {
+pub(crate) fn error_kind(item: &BatchItem) -> Option<&'static str> {
     match item {
         BatchItem::Reply { .. } => None,
         BatchItem::Errored { .. } => Some("errored"),

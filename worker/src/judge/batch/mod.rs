@@ -13,6 +13,9 @@
 mod coordinator;
 mod pack;
 
+pub(crate) use coordinator::{error_kind, errored, persist, FIND_SCAN};
+pub(crate) use pack::IDLE;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -10,7 +10,7 @@ use evalfleet_shared::config::Api;
 use super::Waiting;
 
 /// How long without a new request before a partial batch goes anyway.
-pub(super) const IDLE: Duration = Duration::from_secs(1);
+pub(crate) const IDLE: Duration = Duration::from_secs(1);
 
 /// The batch being gathered.
 pub(super) struct Pack {

@@ -21,6 +21,31 @@ use super::{
 /// The OpenAI endpoint every batch line targets.
 pub(super) const OPENAI_LINE_URL: &str = "/v1/chat/completions";
 
+/// What identifies a batch that may have been created before a crash.
+pub struct Sought<'a> {
+    /// Its tag (OpenAI `metadata.evalfleet_tag`).
+    pub tag: &'a str,
+    /// Anthropic: what else is known of it, or None not to look.
+    pub shape: Option<Shape<'a>>,
+}
+
+/// What is known of an Anthropic batch before its id is.
+pub struct Shape<'a> {
+    /// When its questions were collected (unix ms): it was created after.
+    pub collected_ms: u64,
+    /// Its number of requests.
+    pub requests: u64,
+    /// Ids of batches already recorded: not it.
+    pub known: &'a std::collections::HashSet<String>,
+}
+
+enum Match {
+    Yes,
+    No,
+    /// Created before the sought batch could have been: the rest of the list is older still.
+    OlderThanSought,
+}
+
 /// A batch as the provider reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BatchStatus {
@@ -45,8 +70,10 @@ pub enum BatchState {
     Failed(String),
 }
 
-/// What became of one request of a batch.
-#[derive(Debug, Clone, PartialEq)]
+/// What became of one request of a batch. In the fleet it is stored as JSON until its example
+/// is evaluated again (`{"reply":{"text","usage"}}`, `{"errored":{…}}`, `"expired"`, `"canceled"`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BatchItem {
     /// The judge's reply, to be parsed like a live one.
     Reply { text: String, usage: TokenUsage },
@@ -247,23 +274,28 @@ impl ProviderClient {
         self.status_at(self.http.post(self.batch_url(&path))).await
     }
 
-    /// The OpenAI batch created with `tag`, among the newest `scan` batches (the provider lists
-    /// newest first). Anthropic batches carry no metadata: `None` always; the coordinator
-    /// recognises an Anthropic batch by its results instead.
+    /// The batch created for `sought`, among the newest `scan` batches (the providers list
+    /// newest first): OpenAI's by its tag; an Anthropic batch carries no metadata, so it is
+    /// recognised by its shape when `sought.shape` is given — created after the questions were
+    /// collected, with their number of requests, and not a batch already recorded.
     pub async fn find_batch(
         &self,
-        tag: &str,
+        sought: &Sought<'_>,
         scan: usize,
     ) -> Result<Option<BatchStatus>, CallError> {
-        if self.api != Api::Openai {
+        if self.api == Api::Anthropic && sought.shape.is_none() {
             return Ok(None);
         }
         let mut after: Option<String> = None;
         let mut seen = 0;
         while seen < scan {
-            let mut url = format!("{}?limit=100", self.batch_url("/batches"));
+            let (path, cursor) = match self.api {
+                Api::Openai => ("/batches", "after"),
+                Api::Anthropic => ("", "after_id"),
+            };
+            let mut url = format!("{}?limit=100", self.batch_url(path));
             if let Some(after) = &after {
-                url.push_str(&format!("&after={after}"));
+                url.push_str(&format!("&{cursor}={after}"));
             }
             let page = self
                 .json(self.http.get(url))
@@ -271,12 +303,10 @@ impl ProviderClient {
                 .map_err(|e| e.scrub(&self.api_key))?;
             let data = page["data"].as_array().cloned().unwrap_or_default();
             for batch in &data {
-                if batch
-                    .pointer("/metadata/evalfleet_tag")
-                    .and_then(Value::as_str)
-                    == Some(tag)
-                {
-                    return self.status_of(batch).map(Some).map_err(malformed);
+                match self.matches(batch, sought) {
+                    Match::Yes => return self.status_of(batch).map(Some).map_err(malformed),
+                    Match::No => {}
+                    Match::OlderThanSought => return Ok(None),
                 }
             }
             seen += data.len();
@@ -289,6 +319,35 @@ impl ProviderClient {
                 .map(str::to_owned);
         }
         Ok(None)
+    }
+
+    fn matches(&self, batch: &Value, sought: &Sought<'_>) -> Match {
+        if self.api == Api::Openai {
+            let tag = batch.pointer("/metadata/evalfleet_tag").and_then(Value::as_str);
+            return if tag == Some(sought.tag) {
+                Match::Yes
+            } else {
+                Match::No
+            };
+        }
+        let Some(shape) = &sought.shape else {
+            return Match::No;
+        };
+        let created_ms = batch["created_at"]
+            .as_str()
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+            .map_or(0, |t| t.as_millisecond().max(0) as u64);
+        // Clocks differ: a minute of slack.
+        if created_ms + 60_000 < shape.collected_ms {
+            return Match::OlderThanSought;
+        }
+        let requests = self.status_of(batch).map_or(0, |s| s.total);
+        let id = batch["id"].as_str().unwrap_or_default();
+        if requests == shape.requests && !shape.known.contains(id) {
+            Match::Yes
+        } else {
+            Match::No
+        }
     }
 
     /// Every request's result of an ended batch, by custom_id.

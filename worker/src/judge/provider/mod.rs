@@ -49,7 +49,7 @@ struct Message<'a> {
 }
 
 /// Tokens the provider billed for one call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenUsage {
     pub input: u64,
     pub output: u64,

@@ -5,7 +5,10 @@
 //! provider's `Retry-After`) on 408/409/429/5xx/529 and transport errors. A reply that does not
 //! parse gets one re-ask with a reminder, then the dimension is `unscored`: a judge failure is
 //! never a model failure. A 401/403 stops the whole run at once, so a bad key cannot burn the
-//! dataset one failed example at a time.
+//! dataset one failed example at a time. Questions to a provider in batch mode go through its
+//! batches instead (`batched.rs`).
+
+mod batched;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,17 +16,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use backon::Retryable;
-use evalfleet_shared::config::{BatchFallback, CallMode, JudgeConfig, ProviderConfig};
+use evalfleet_shared::config::{CallMode, JudgeConfig, ProviderConfig};
 use evalfleet_shared::evaluate::{Example, JudgeTask};
 use evalfleet_shared::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
 use evalfleet_shared::shared_limit::SharedLimiter;
 
 use super::accounting::Accounting;
 use super::batch::{Batcher, BatcherOptions};
+use evalfleet_shared::batch_store::BatchStore;
 use super::cache::{CachedVerdict, JudgeCache};
 use super::limit::{Adaptive, Quotas, Signal, Verdict};
 use super::prompt::{self, Prompt};
-use super::provider::batch::{encode_line, BatchItem};
 use super::provider::{CallError, ChatRequest, Completion, ProviderClient, TokenUsage};
 use super::reply::parse_verdict;
 use super::{JudgeFailure, JudgeOutcome};
@@ -65,8 +68,17 @@ pub struct LiveJudge {
     pub accounting: Accounting,
     /// Set on the first 401/403: every later call fails at once with this reason.
     stop: OnceLock<String>,
+    /// In the fleet, batch-mode questions park their example here instead of waiting in
+    /// memory (see `batched.rs`).
+    parking: Option<Arc<dyn BatchStore>>,
     /// The fleet-wide quota and throttle, when workers share one (Redis GCRA).
     shared: Option<Arc<dyn SharedLimiter>>,
+}
+
+/// A judge's reply text and its tokens.
+struct Reply {
+    text: String,
+    usage: TokenUsage,
 }
 
 /// A judge's answer to one question.
@@ -82,11 +94,28 @@ enum Asked {
 /// What the calls of one example cost, accumulated across its questions.
 #[derive(Default)]
 struct Tally {
+    /// The example's run, for the fleet's batch replies.
+    run: String,
     /// The example's key, for batch custom_ids.
     key: String,
     attempts: AtomicU32,
     usage: Mutex<Usage>,
     last_status: Mutex<Option<u16>>,
+    /// Fleet batch replies, charged to the run and the metrics once the example is complete
+    /// (an example parked again would otherwise be charged at each evaluation).
+    deferred: Mutex<Vec<(String, TokenUsage, f64)>>,
+}
+
+impl Tally {
+    fn add(&self, usage: TokenUsage, cost: f64) {
+        if let Ok(mut u) = self.usage.lock() {
+            u.add(&Usage {
+                input_tokens: usage.input,
+                output_tokens: usage.output,
+                cost_usd: cost,
+            });
+        }
+    }
 }
 
 impl LiveJudge {
@@ -138,6 +167,7 @@ impl LiveJudge {
             cache,
             accounting: Accounting::new(config.prices.clone(), config.budget_usd),
             stop: OnceLock::new(),
+            parking: None,
             shared: None,
         })
     }
@@ -146,6 +176,24 @@ impl LiveJudge {
     pub fn with_shared_limiter(mut self, limiter: Arc<dyn SharedLimiter>) -> Self {
         self.shared = Some(limiter);
         self
+    }
+
+    /// Fleet batch mode: questions of batch-mode providers park their example in `store`
+    /// until the fleet's coordinator has their replies.
+    pub fn with_parking(mut self, store: Arc<dyn BatchStore>) -> Self {
+        self.parking = Some(store);
+        self
+    }
+
+    /// The providers in batch mode, for a coordinator: name, client and options.
+    pub fn batch_providers(&self) -> Vec<(Arc<ProviderClient>, BatcherOptions)> {
+        self.providers
+            .values()
+            .filter_map(|rt| {
+                let (options, _) = rt.batch.as_ref()?;
+                Some((rt.client.clone(), options.clone()))
+            })
+            .collect()
     }
 
     /// Why the run must stop (a rejected API key), once that happened.
@@ -157,20 +205,25 @@ impl LiveJudge {
         self.providers.get(name)
     }
 
-    /// Scores every task of one example with its judges (one, or the configured panel).
-    /// `key` names the example uniquely across runs (see [`super::batch::example_key`]); batch
-    /// requests' custom_ids are built from it.
+    /// Scores every task of one example (example `index` of run `run_id`) with its judges
+    /// (one, or the configured panel). In fleet batch mode, an example with questions still
+    /// out fails with only [`JudgeFailure::awaiting`] set: it is parked, not failed.
     pub async fn judge(
         &self,
         example: &Example,
         tasks: &[JudgeTask<'_>],
-        key: &str,
+        run_id: &str,
+        index: u64,
     ) -> Result<JudgeOutcome, JudgeFailure> {
         let tally = Tally {
-            key: key.to_owned(),
+            run: run_id.to_owned(),
+            key: super::batch::example_key(run_id, index),
             ..Tally::default()
         };
         let result = self.judge_all(example, tasks, &tally).await;
+        if !matches!(&result, Err(f) if !f.awaiting.is_empty()) {
+            self.charge_deferred(&tally);
+        }
         let usage = tally.usage.into_inner().unwrap_or_default();
         let attempts = tally.attempts.into_inner();
         match result {
@@ -203,6 +256,9 @@ impl LiveJudge {
             .judges_for(example.response_provider())
             .map_err(|reason| JudgeFailure::new(reason, false))?;
         let mut scores = Vec::with_capacity(tasks.len());
+        // Questions still waiting for a batch: the others are asked all the same, so that an
+        // example's first questions all go into the same round of batches.
+        let mut awaiting = Vec::new();
         for (t, task) in tasks.iter().enumerate() {
             let mut verdicts = Vec::with_capacity(judges.len());
             for (j, name) in judges.iter().enumerate() {
@@ -210,7 +266,14 @@ impl LiveJudge {
                     JudgeFailure::new(format!("judge provider '{name}' is not configured"), false)
                 })?;
                 let question = format!("{}-{t}-{j}", tally.key);
-                let asked = self.ask(rt, task, tally, &question).await?;
+                let asked = match self.ask(rt, task, tally, &question).await {
+                    Ok(asked) => asked,
+                    Err(failure) if !failure.awaiting.is_empty() => {
+                        awaiting.extend(failure.awaiting);
+                        continue;
+                    }
+                    Err(failure) => return Err(failure),
+                };
                 verdicts.push((
                     JudgeId {
                         provider: rt.name.clone(),
@@ -219,10 +282,15 @@ impl LiveJudge {
                     asked,
                 ));
             }
-            scores.push((
-                task.dimension.name.clone(),
-                combine(task.dimension, verdicts),
-            ));
+            if awaiting.is_empty() {
+                scores.push((
+                    task.dimension.name.clone(),
+                    combine(task.dimension, verdicts),
+                ));
+            }
+        }
+        if !awaiting.is_empty() {
+            return Err(JudgeFailure::awaiting(awaiting));
         }
         Ok(Scores(scores))
     }
@@ -298,61 +366,21 @@ impl LiveJudge {
         if !self.accounting.within_budget() {
             return Err(JudgeFailure::new("budget exhausted".into(), false));
         }
-        match rt.batcher() {
-            Some(batcher) => self.call_batch(rt, batcher, prompt, tally, id).await,
-            None => self.call_live(rt, prompt, tally).await,
+        if rt.batch.is_some() {
+            self.call_batch(rt, prompt, tally, id).await
+        } else {
+            self.call_live(rt, prompt, tally).await.map(|r| r.text)
         }
-    }
-
-    /// A question through the provider's batches. A request that comes back without a reply
-    /// (errored, expired, cancelled) goes into a later batch, up to `judges.retry.max_attempts`
-    /// in all — or live at once with `judges.batch.fallback: live`.
-    async fn call_batch(
-        &self,
-        rt: &ProviderRuntime,
-        batcher: &Batcher,
-        prompt: &Prompt,
-        tally: &Tally,
-        id: &str,
-    ) -> Result<String, JudgeFailure> {
-        let request = rt.request(prompt);
-        let api = rt.client.api();
-        let mut last = String::new();
-        for attempt in 0..self.config.retry.max_attempts.max(1) {
-            let custom_id = format!("{id}{attempt}");
-            let line = encode_line(api, &custom_id, &request);
-            tally.attempts.fetch_add(1, Ordering::Relaxed);
-            match batcher.ask(custom_id, line).await {
-                BatchItem::Reply { text, usage } => {
-                    let cost = self.accounting.cost(&rt.model, usage.input, usage.output)
-                        * rt.batch_discount;
-                    self.bill(rt, tally, usage, cost);
-                    return Ok(text);
-                }
-                BatchItem::Errored {
-                    reason,
-                    retryable: false,
-                } => {
-                    let reason = format!("{reason} (judge {}/{}, batch)", rt.name, rt.model);
-                    return Err(JudgeFailure::new(reason, false));
-                }
-                BatchItem::Errored { reason, .. } => last = reason,
-                BatchItem::Expired => last = "expired in its batch".into(),
-                BatchItem::Canceled => last = "cancelled with its batch".into(),
-            }
-            if self.config.batch.fallback == BatchFallback::Live {
-                return self.call_live(rt, prompt, tally).await;
-            }
-        }
-        let reason = format!(
-            "{last} (judge {}/{}, batch, after {} attempts)",
-            rt.name, rt.model, self.config.retry.max_attempts
-        );
-        Err(JudgeFailure::new(reason, false))
     }
 
     /// Charges one reply's tokens and cost to the run, the example and the metrics.
     fn bill(&self, rt: &ProviderRuntime, tally: &Tally, usage: TokenUsage, cost: f64) {
+        self.charge(rt, usage, cost);
+        tally.add(usage, cost);
+    }
+
+    /// Charges tokens and cost to the run (budget) and the metrics.
+    fn charge(&self, rt: &ProviderRuntime, usage: TokenUsage, cost: f64) {
         let m = metrics();
         self.accounting.charge(cost);
         m.judge_tokens
@@ -364,22 +392,15 @@ impl LiveJudge {
         m.judge_cost
             .with_label_values(&[&rt.name, &rt.model])
             .inc_by(cost);
-        if let Ok(mut u) = tally.usage.lock() {
-            u.add(&Usage {
-                input_tokens: usage.input,
-                output_tokens: usage.output,
-                cost_usd: cost,
-            });
-        }
     }
 
-    /// One live judge call with admission control and retries; returns the reply text.
+    /// One live judge call with admission control and retries; billed already.
     async fn call_live(
         &self,
         rt: &ProviderRuntime,
         prompt: &Prompt,
         tally: &Tally,
-    ) -> Result<String, JudgeFailure> {
+    ) -> Result<Reply, JudgeFailure> {
         let request = rt.request(prompt);
         let estimate = ((prompt.system.len() + prompt.user.len()) / 4) as u32 + rt.max_tokens;
         let schedule = super::retry_schedule(&self.config.retry);
@@ -417,7 +438,10 @@ impl LiveJudge {
                 let usage = completion.usage;
                 let cost = self.accounting.cost(&rt.model, usage.input, usage.output);
                 self.bill(rt, tally, usage, cost);
-                Ok(completion.text)
+                Ok(Reply {
+                    text: completion.text,
+                    usage,
+                })
             }
             Err(e) => {
                 let reason = format!("{} (judge {}/{})", e.reason(), rt.name, rt.model);

@@ -1,0 +1,266 @@
+//! Batch mode in the fleet: `submit --judge live --judge-mode batch` to `worker` processes on the
+//! real RabbitMQ and Redis, against the fake's OpenAI Batch and Anthropic Message Batches APIs
+//! over real sockets. Examples wait for their batches parked in Redis; one worker per provider
+//! coordinates the batches under a lease. Whatever dies on the way — the coordinator at any
+//! step, a worker, the aggregator — the run ends with exactly N results, none twice, and no
+//! request went into a batch twice (the fake's ledger counts batch requests per custom_id).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::fake::{examples, total, write_dataset, FakeServer, LiveConfig, KEY_ENV};
+use common::fleet::Fleet;
+use common::u;
+use evalfleet_fake_provider::FakeProviderArgs;
+use serde_json::{json, Value};
+
+const MODELS: [&str; 2] = ["gpt-4o", "claude-3-5-haiku-20241022"];
+const DIMS: [&str; 2] = ["relevance", "tone"];
+
+/// Judges at `fake` in batch mode, batches polled fast, sent after a short wait, at most
+/// `max_requests` requests each; leases of 2 s so that a takeover is quick.
+fn batch_fleet(fake: &FakeServer, max_requests: u32) -> Fleet {
+    let cfg = LiveConfig {
+        extra: format!(
+            "  mode: batch\n  batch: {{max_wait_s: 3, poll_s: 0.1, max_poll_s: 0.3, max_requests: {max_requests}}}\n"
+        ),
+        ..LiveConfig::default()
+    };
+    let mut fleet = Fleet::new(&cfg.yaml(fake.addr));
+    fleet.env.push((KEY_ENV.to_owned(), fake.key.clone()));
+    fleet
+        .env
+        .push(("EVALFLEET_FLEET__BATCH_LEASE_S".into(), "2".into()));
+    fleet
+}
+
+fn fake(args: FakeProviderArgs) -> FakeServer {
+    FakeServer::start(FakeProviderArgs {
+        batch_processing_ms: 400,
+        ..args
+    })
+}
+
+/// Writes `n` support-judge examples (half answered by each provider) and submits them.
+fn submit(fleet: &Fleet, n: usize, run_id: &str) -> std::path::PathBuf {
+    let data = write_dataset(fleet.dir.path(), &examples(n, &MODELS));
+    fleet.submit(&data, run_id, &["--judge", "live"]);
+    data
+}
+
+/// Every batch request went in once: per provider, as many requests as distinct custom_ids.
+fn assert_paid_once(fake: &FakeServer) -> u64 {
+    let stats = fake.stats();
+    let ledger = &stats["batches"];
+    let mut requests = 0;
+    for p in ["openai", "anthropic"] {
+        assert_eq!(ledger[p]["repeated_custom_ids"], json!([]), "{ledger}");
+        assert_eq!(
+            ledger[p]["requests"], ledger[p]["distinct_custom_ids"],
+            "{ledger}"
+        );
+        requests += u(&ledger[p], "requests");
+    }
+    requests
+}
+
+fn status(fleet: &Fleet, run: &str) -> String {
+    let out = fleet.run(&["status", run], Duration::from_secs(30));
+    out.assert_code(0);
+    out.stdout
+}
+
+#[test]
+fn a_fleet_batch_run_scores_as_a_live_run_and_pays_each_request_once() {
+    const N: usize = 60;
+    let fake = fake(FakeProviderArgs::default());
+    // At most 7 requests a batch: the run's 120 questions take many batches.
+    let mut fleet = batch_fleet(&fake, 7);
+    fleet.worker("w1", 19701);
+    fleet.worker("w2", 19702);
+    fleet.aggregator("agg", 19710);
+    let run_id = format!("{}-batch", fleet.prefix);
+    let data = fleet.dir.path().join("dataset.jsonl");
+    submit(&fleet, N, &run_id);
+    // Batch mode shows in status while the run goes.
+    let started = Instant::now();
+    while !status(&fleet, &run_id).contains("batches of anthropic:") {
+        assert!(started.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, N as u64);
+    assert_eq!(report["totals"]["failed"], 0, "{}", report["failed"]);
+    let seen = status(&fleet, &run_id);
+    assert!(
+        seen.contains("done ") && seen.contains("requests pending 0"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("examples waiting for batch results: 0"),
+        "{seen}"
+    );
+
+    // No live call, every question in exactly one batch, and no batch over the limit.
+    let stats = fake.stats();
+    assert_eq!(total(&stats), 0, "live calls in a batch run: {stats}");
+    let requests = assert_paid_once(&fake);
+    assert_eq!(requests, 2 * N as u64);
+    let openai = fake.api_get("/v1/batches?limit=100");
+    for b in openai["data"].as_array().expect("data") {
+        assert!(u(&b["request_counts"], "total") <= 7, "{b}");
+    }
+
+    // The same scores as a live run of the same data, at half the price.
+    let live = fleet.embedded_report(&data, &["--judge", "live", "--judge-mode", "live"]);
+    for (b, l) in common::items(&report).iter().zip(common::items(&live)) {
+        assert_eq!(b["id"], l["id"]);
+        for dim in DIMS {
+            assert_eq!(b[dim]["score"], l[dim]["score"], "{} {dim}", b["id"]);
+        }
+    }
+    assert_eq!(report["dimensions"], live["dimensions"]);
+    let cost = |r: &Value| r["judge"]["usage"]["cost_usd"].as_f64().expect("cost");
+    assert!(
+        (cost(&report) - cost(&live) / 2.0).abs() < 1e-9,
+        "batch {} vs live {}",
+        cost(&report),
+        cost(&live)
+    );
+}
+
+/// The coordinator dies (as by `kill -9`) at `step`; a worker started afterwards takes its
+/// lease over and finishes the run.
+fn crash_at(step: &str, n: usize, fake_args: FakeProviderArgs) {
+    let fake = fake(fake_args);
+    let mut fleet = batch_fleet(&fake, 25);
+    let run_id = format!("{}-crash", fleet.prefix);
+    fleet.env.push(("EVALFLEET_CRASH_AT".into(), step.into()));
+    fleet.worker("doomed", 19721);
+    fleet.env.pop();
+    fleet.aggregator("agg", 19730);
+    submit(&fleet, n, &run_id);
+    let started = Instant::now();
+    while fleet.alive("doomed") {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the coordinator never reached {step}\n{}",
+            fleet.log("doomed")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        fleet.log("doomed").contains("EVALFLEET_CRASH_AT"),
+        "{}",
+        fleet.log("doomed")
+    );
+    fleet.worker("heir", 19722);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, n as u64);
+    assert_eq!(report["totals"]["failed"], 0, "{step}: {}", report["failed"]);
+    assert_paid_once(&fake);
+    assert_eq!(total(&fake.stats()), 0, "{step}: no live calls");
+}
+
+#[test]
+fn a_coordinator_killed_after_collecting_loses_and_repeats_nothing() {
+    crash_at("batch-collected", 40, FakeProviderArgs::default());
+}
+
+#[test]
+fn a_coordinator_killed_between_create_and_record_never_creates_twice() {
+    crash_at("batch-created", 40, FakeProviderArgs::default());
+}
+
+#[test]
+fn a_coordinator_killed_mid_poll_loses_and_repeats_nothing() {
+    crash_at("batch-polled", 40, FakeProviderArgs::default());
+}
+
+#[test]
+fn a_coordinator_killed_mid_download_loses_and_repeats_nothing() {
+    // Errored and expired requests on the way: retried in later batches.
+    crash_at(
+        "batch-downloading",
+        40,
+        FakeProviderArgs {
+            batch_error_rate: 0.1,
+            batch_expiry_rate: 0.1,
+            ..FakeProviderArgs::default()
+        },
+    );
+}
+
+#[test]
+fn killing_a_worker_and_restarting_the_aggregator_mid_run_count_every_example_once() {
+    const N: usize = 150;
+    let fake = fake(FakeProviderArgs::default());
+    let mut fleet = batch_fleet(&fake, 20);
+    fleet.worker("w1", 19741);
+    fleet.worker("w2", 19742);
+    fleet.aggregator("agg", 19750);
+    let run_id = format!("{}-kill", fleet.prefix);
+    submit(&fleet, N, &run_id);
+    fleet.wait_done(&run_id, 20, Duration::from_secs(90));
+    // Whichever holds the leases: one of them dies, the other takes over.
+    fleet.signal("w1", 9);
+    fleet.signal("agg", 9);
+    fleet.aggregator("agg2", 19751);
+    fleet.worker("w3", 19743);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, N as u64);
+    assert_eq!(report["totals"]["failed"], 0, "{}", report["failed"]);
+    assert_paid_once(&fake);
+}
+
+#[test]
+fn cancel_cancels_the_runs_provider_batches() {
+    // Batches that take a minute: they are running when the run is cancelled.
+    let fake = FakeServer::start(FakeProviderArgs {
+        batch_processing_ms: 60_000,
+        ..FakeProviderArgs::default()
+    });
+    let mut fleet = batch_fleet(&fake, 1000);
+    fleet.worker("w1", 19761);
+    let run_id = format!("{}-cancel", fleet.prefix);
+    submit(&fleet, 20, &run_id);
+    let running = |fleet: &Fleet| status(fleet, &run_id).matches("running ").count();
+    let started = Instant::now();
+    while running(&fleet) < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{}\n{}",
+            status(&fleet, &run_id),
+            fleet.log("w1")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = fleet.run(&["cancel", &run_id], Duration::from_secs(30));
+    out.assert_code(0);
+    assert!(out.stdout.contains("open provider batches"), "{}", out.stdout);
+    let cancelled_at_fake = |fake: &FakeServer| {
+        let openai = fake.api_get("/v1/batches?limit=100");
+        let anthropic = fake.api_get("/v1/messages/batches?limit=100");
+        let o = openai["data"].as_array().expect("data").iter().all(|b| {
+            ["cancelling", "cancelled"].contains(&b["status"].as_str().unwrap_or(""))
+        });
+        let a = anthropic["data"].as_array().expect("data").iter().all(|b| {
+            ["canceling", "ended"].contains(&b["processing_status"].as_str().unwrap_or(""))
+                && !b["cancel_initiated_at"].is_null()
+        });
+        o && a
+    };
+    let started = Instant::now();
+    while !cancelled_at_fake(&fake) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{}\n{}",
+            status(&fleet, &run_id),
+            fleet.log("w1")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let seen = status(&fleet, &run_id);
+    assert!(seen.contains("cancelled "), "{seen}");
+}

@@ -1,0 +1,488 @@
+//! One coordinator tick for one run and provider: each open batch moves one step along
+//!
+//! collected → (create at the provider) → running → (poll … download) → downloaded →
+//! (re-enqueue its examples) → done
+//!
+//! and then the questions waiting in the queue are collected into a new batch when it is full,
+//! its oldest question waited `max_wait_s`, or no question came for a second. Each step writes
+//! its outcome to the store before the next begins, and reads what to do from the store, so a
+//! crash between any two writes is repaired by doing the step again:
+//! - collected, crash before the create: created now;
+//! - created, crash before its id is recorded: a `collected` batch this process did not just
+//!   record is looked for at the provider first ([`ProviderClient::find_batch`]), never created
+//!   twice;
+//! - running, crash mid-poll or mid-download: polled and downloaded again (results are written
+//!   by custom_id, so writing them twice changes nothing);
+//! - downloaded, crash mid-release: released again (an example re-enqueued twice is stored
+//!   once: the result store's write is at-most-once).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use evalfleet_shared::batch_store::{
+    index_of, parked_message, BatchPhase, BatchRecord, BatchStore,
+};
+use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
+use evalfleet_shared::store::StoreError;
+
+use super::{crash_point, Seen};
+use crate::judge::batch::{error_kind, errored, persist, BatcherOptions, FIND_SCAN, IDLE};
+use crate::judge::provider::batch::{
+    framing_bytes, BatchItem, BatchState, BatchStatus, Shape, Sought,
+};
+use crate::judge::provider::ProviderClient;
+use crate::metrics::metrics;
+
+/// How many examples one release re-enqueues at a time.
+const RELEASE_SLICE: usize = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StepError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error("provider: {0}")]
+    Call(String),
+}
+
+/// What a coordinator remembers between ticks of one run and provider. Losing it costs calls,
+/// never correctness.
+#[derive(Default)]
+pub(crate) struct Progress {
+    polls: HashMap<u64, Poll>,
+    /// Batches this process collected and has not tried to create: no need to look for them.
+    fresh: HashSet<u64>,
+    pending: Option<Pending>,
+}
+
+struct Poll {
+    next: Instant,
+    wait: Duration,
+}
+
+/// The queue of questions as last seen: its length, since when, and since when it is not empty.
+struct Pending {
+    len: u64,
+    changed: Instant,
+    since: Instant,
+}
+
+pub(super) struct Step<'a, Q> {
+    pub store: &'a dyn BatchStore,
+    pub queue: &'a Q,
+    pub run: &'a str,
+    pub client: &'a ProviderClient,
+    pub options: &'a BatcherOptions,
+    pub holder: &'a str,
+    pub cancelled: bool,
+}
+
+impl<Q: WorkQueue> Step<'_, Q> {
+    pub async fn run(&self, progress: &mut Progress) -> Result<Seen, StepError> {
+        let mut seen = Seen::default();
+        let records = self.store.batches(self.run).await?;
+        let provider = &self.options.provider;
+        for (n, rec) in records {
+            if &rec.provider != provider || !rec.phase.open() {
+                continue;
+            }
+            seen.open = true;
+            match rec.phase {
+                _ if self.cancelled => self.cancel(n, rec).await?,
+                BatchPhase::Collected => {
+                    seen.submitting += 1;
+                    self.submit(n, rec, None, progress).await?;
+                }
+                BatchPhase::Running => {
+                    seen.running += 1;
+                    seen.in_batches += rec.requests;
+                    let collected = rec.collected_ms as f64 / 1000.0;
+                    seen.oldest_running =
+                        Some(seen.oldest_running.map_or(collected, |o: f64| o.min(collected)));
+                    self.poll(n, rec, progress).await?;
+                }
+                BatchPhase::Downloaded => self.release(n, rec).await?,
+                BatchPhase::Done | BatchPhase::Cancelled => {}
+            }
+        }
+        if !self.cancelled {
+            seen.pending = self.store.pending_len(self.run, provider).await?;
+            if seen.pending > 0 {
+                seen.open = true;
+                self.collect(seen.pending, progress).await?;
+            } else {
+                progress.pending = None;
+            }
+        }
+        Ok(seen)
+    }
+
+    /// Records a batch's new state; a lost lease ends this step (the new holder goes on).
+    async fn record(&self, n: u64, rec: &BatchRecord) -> Result<(), StepError> {
+        if self.store.set_batch(self.run, n, self.holder, rec).await? {
+            Ok(())
+        } else {
+            Err(StepError::Call("this worker lost the coordinator lease".into()))
+        }
+    }
+
+    /// Collects the first queued questions into a batch when it is time, and submits it.
+    async fn collect(&self, len: u64, progress: &mut Progress) -> Result<(), StepError> {
+        let now = Instant::now();
+        let pending = progress.pending.get_or_insert(Pending {
+            len,
+            changed: now,
+            since: now,
+        });
+        if pending.len != len {
+            pending.len = len;
+            pending.changed = now;
+        }
+        let api = self.options.api;
+        let max_requests = self.options.batch.requests_limit(api);
+        let max_bytes = self.options.batch.bytes_limit(api);
+        let max_wait = Duration::from_secs_f64(self.options.batch.max_wait_s);
+        let due = len as usize >= max_requests
+            || pending.since.elapsed() >= max_wait
+            || pending.changed.elapsed() >= IDLE.min(max_wait);
+        if !due {
+            return Ok(());
+        }
+        let mut head = self
+            .store
+            .pending(self.run, &self.options.provider, max_requests)
+            .await?;
+        let mut bytes = 0;
+        let mut count = 0;
+        for (i, (_, line)) in head.iter().enumerate() {
+            if bytes + line.len() + framing_bytes(api, i + 1) > max_bytes {
+                break;
+            }
+            bytes += line.len();
+            count = i + 1;
+        }
+        // A question larger than a whole batch may be goes alone, to be answered with an error.
+        let oversize = count == 0 && !head.is_empty();
+        head.truncate(count.max(1));
+        let record = BatchRecord {
+            provider: self.options.provider.clone(),
+            tag: format!("{}-{:016x}", self.options.tag, rand::random::<u64>()),
+            phase: BatchPhase::Collected,
+            requests: head.len() as u64,
+            collected_ms: now_ms(),
+            provider_id: None,
+            provider_status: None,
+        };
+        let Some(n) = self
+            .store
+            .collect(self.run, self.holder, head.len(), &record)
+            .await?
+        else {
+            return Ok(());
+        };
+        progress.pending = None;
+        tracing::info!(run = self.run, provider = %record.provider, batch = n, requests = record.requests, "collected a batch");
+        if oversize {
+            let reason = format!(
+                "the request is {} bytes, more than a whole batch may hold ({max_bytes}, \
+                 judges.batch.max_bytes)",
+                head[0].1.len()
+            );
+            let cids: Vec<String> = head.into_iter().map(|(c, _)| c).collect();
+            let item = BatchItem::Errored {
+                reason,
+                retryable: false,
+            };
+            return self.answer_all(n, record, &cids, &item).await;
+        }
+        progress.fresh.insert(n);
+        self.submit(n, record, Some(head), progress).await
+    }
+
+    /// Creates a collected batch at the provider — unless it is there already.
+    async fn submit(
+        &self,
+        n: u64,
+        mut rec: BatchRecord,
+        questions: Option<Vec<(String, Vec<u8>)>>,
+        progress: &mut Progress,
+    ) -> Result<(), StepError> {
+        let found = if progress.fresh.remove(&n) {
+            None
+        } else {
+            self.find(&rec).await?
+        };
+        let status = match found {
+            Some(status) => {
+                tracing::info!(run = self.run, batch = n, id = %status.id, "found a batch created before a crash");
+                status
+            }
+            None => {
+                let questions = match questions {
+                    Some(q) => q,
+                    None => self.store.batch_questions(self.run, n).await?,
+                };
+                crash_point("batch-collected");
+                let lines: Vec<&[u8]> = questions.iter().map(|(_, l)| l.as_slice()).collect();
+                let tag = rec.tag.clone();
+                match persist(self.options, || self.client.create_batch(&lines, &tag)).await {
+                    Ok(status) => status,
+                    // It may exist: the next tick looks for it before creating it again.
+                    Err(e) if e.retryable() => return Err(StepError::Call(e.reason())),
+                    Err(e) => {
+                        tracing::warn!(run = self.run, batch = n, error = %e.reason(), "the provider refused the batch");
+                        let cids: Vec<String> = questions.into_iter().map(|(c, _)| c).collect();
+                        return self.answer_all(n, rec, &cids, &errored(&e)).await;
+                    }
+                }
+            }
+        };
+        crash_point("batch-created");
+        rec.phase = BatchPhase::Running;
+        rec.provider_status = Some(progress_word(&status));
+        rec.provider_id = Some(status.id);
+        self.record(n, &rec).await?;
+        progress.polls.insert(n, self.first_poll());
+        tracing::info!(run = self.run, batch = n, id = ?rec.provider_id, "batch submitted");
+        Ok(())
+    }
+
+    /// The batch `rec` at the provider, if a crash came after its create.
+    async fn find(&self, rec: &BatchRecord) -> Result<Option<BatchStatus>, StepError> {
+        let known = self.known_ids().await?;
+        let sought = Sought {
+            tag: &rec.tag,
+            shape: Some(Shape {
+                collected_ms: rec.collected_ms,
+                requests: rec.requests,
+                known: &known,
+            }),
+        };
+        persist(self.options, || self.client.find_batch(&sought, FIND_SCAN))
+            .await
+            .map_err(|e| StepError::Call(e.reason()))
+    }
+
+    /// The provider ids of every batch recorded for this provider, in any run.
+    async fn known_ids(&self) -> Result<HashSet<String>, StepError> {
+        let mut known = HashSet::new();
+        for run in self.store.runs().await? {
+            for (_, rec) in self.store.batches(&run).await? {
+                if rec.provider == self.options.provider {
+                    known.extend(rec.provider_id);
+                }
+            }
+        }
+        Ok(known)
+    }
+
+    fn first_poll(&self) -> Poll {
+        let wait = Duration::from_secs_f64(self.options.batch.poll_s);
+        Poll {
+            next: Instant::now() + wait,
+            wait,
+        }
+    }
+
+    /// Polls a running batch when its time has come; downloads it once it ended.
+    async fn poll(
+        &self,
+        n: u64,
+        mut rec: BatchRecord,
+        progress: &mut Progress,
+    ) -> Result<(), StepError> {
+        let poll = progress.polls.entry(n).or_insert(Poll {
+            next: Instant::now(),
+            wait: Duration::from_secs_f64(self.options.batch.poll_s),
+        });
+        if Instant::now() < poll.next {
+            return Ok(());
+        }
+        poll.wait = (poll.wait * 2).min(Duration::from_secs_f64(self.options.batch.max_poll_s));
+        poll.next = Instant::now() + poll.wait;
+        let id = rec.provider_id.clone().unwrap_or_default();
+        let status = match self.client.batch_status(&id).await {
+            Ok(status) => status,
+            Err(e) => {
+                tracing::warn!(run = self.run, batch = n, error = %e.reason(), "polling the batch failed; polling on");
+                return Ok(());
+            }
+        };
+        crash_point("batch-polled");
+        match &status.state {
+            BatchState::Running => {
+                let word = progress_word(&status);
+                if rec.provider_status.as_deref() != Some(word.as_str()) {
+                    rec.provider_status = Some(word);
+                    self.record(n, &rec).await?;
+                }
+                Ok(())
+            }
+            BatchState::Ended => {
+                progress.polls.remove(&n);
+                self.download(n, rec, &status).await
+            }
+            BatchState::Failed(why) => {
+                progress.polls.remove(&n);
+                tracing::warn!(run = self.run, batch = n, %why, "the provider failed the batch");
+                let cids = self.cids(n).await?;
+                let item = BatchItem::Errored {
+                    reason: format!("the provider failed batch {id}: {why}"),
+                    retryable: false,
+                };
+                self.answer_all(n, rec, &cids, &item).await
+            }
+        }
+    }
+
+    /// Stores an ended batch's results (a request missing from them is retryable), then
+    /// releases its examples.
+    async fn download(
+        &self,
+        n: u64,
+        rec: BatchRecord,
+        status: &BatchStatus,
+    ) -> Result<(), StepError> {
+        let m = metrics();
+        let provider = self.options.provider.as_str();
+        let results = persist(self.options, || self.client.batch_results(status))
+            .await
+            .map_err(|e| StepError::Call(e.reason()))?;
+        let mut results: HashMap<String, BatchItem> = results.into_iter().collect();
+        let mut answers = Vec::with_capacity(results.len());
+        for cid in self.cids(n).await? {
+            let item = results.remove(&cid).unwrap_or_else(|| BatchItem::Errored {
+                reason: "missing from the batch's results".into(),
+                retryable: true,
+            });
+            let kind = match &item {
+                BatchItem::Errored { reason, .. } if reason.starts_with("missing") => {
+                    Some("missing")
+                }
+                other => error_kind(other),
+            };
+            if let Some(kind) = kind {
+                m.batch_request_errors
+                    .with_label_values(&[provider, kind])
+                    .inc();
+            }
+            answers.push((cid, to_json(&item)));
+        }
+        for (i, slice) in answers.chunks(RELEASE_SLICE).enumerate() {
+            self.store.put_answers(self.run, slice).await?;
+            if i == 0 {
+                crash_point("batch-downloading");
+            }
+        }
+        m.batches_finished
+            .with_label_values(&[provider, "ended"])
+            .inc();
+        m.batch_turnaround
+            .with_label_values(&[provider])
+            .observe((now_ms().saturating_sub(rec.collected_ms)) as f64 / 1000.0);
+        self.downloaded(n, rec).await
+    }
+
+    /// Every question of a batch gets the same result (a batch refused or failed whole).
+    async fn answer_all(
+        &self,
+        n: u64,
+        rec: BatchRecord,
+        cids: &[String],
+        item: &BatchItem,
+    ) -> Result<(), StepError> {
+        let json = to_json(item);
+        let answers: Vec<(String, String)> =
+            cids.iter().map(|c| (c.clone(), json.clone())).collect();
+        for slice in answers.chunks(RELEASE_SLICE) {
+            self.store.put_answers(self.run, slice).await?;
+        }
+        metrics()
+            .batches_finished
+            .with_label_values(&[&self.options.provider, "failed"])
+            .inc();
+        self.downloaded(n, rec).await
+    }
+
+    async fn downloaded(&self, n: u64, mut rec: BatchRecord) -> Result<(), StepError> {
+        rec.phase = BatchPhase::Downloaded;
+        rec.provider_status = Some("ended".into());
+        self.record(n, &rec).await?;
+        self.release(n, rec).await
+    }
+
+    /// Re-enqueues the examples of a downloaded batch whose every result is in.
+    async fn release(&self, n: u64, mut rec: BatchRecord) -> Result<(), StepError> {
+        let indexes: BTreeSet<u64> = self
+            .cids(n)
+            .await?
+            .iter()
+            .filter_map(|c| index_of(c))
+            .collect();
+        let indexes: Vec<u64> = indexes.into_iter().collect();
+        let mut released = 0;
+        for slice in indexes.chunks(RELEASE_SLICE) {
+            let ready = self.store.ready(self.run, slice).await?;
+            let messages: Vec<Message> = ready
+                .iter()
+                .filter_map(|(index, parking)| {
+                    serde_json::from_str(parked_message(parking))
+                        .map_err(|e| tracing::error!(run = self.run, index, error = %e, "a parked example's message does not parse"))
+                        .ok()
+                })
+                .collect();
+            released += messages.len();
+            if !messages.is_empty() {
+                self.queue.publish(messages).await?;
+            }
+            self.store.unpark(self.run, &ready).await?;
+        }
+        rec.phase = BatchPhase::Done;
+        self.record(n, &rec).await?;
+        tracing::info!(run = self.run, batch = n, released, "batch done; its examples are back in the queue");
+        Ok(())
+    }
+
+    /// A cancelled run's batch: cancelled at the provider if it is there.
+    async fn cancel(&self, n: u64, mut rec: BatchRecord) -> Result<(), StepError> {
+        let id = match (&rec.provider_id, rec.phase) {
+            (Some(id), BatchPhase::Running) => Some(id.clone()),
+            (_, BatchPhase::Collected) => self.find(&rec).await?.map(|s| s.id),
+            _ => None,
+        };
+        if let Some(id) = &id {
+            persist(self.options, || self.client.cancel_batch(id))
+                .await
+                .map_err(|e| StepError::Call(e.reason()))?;
+            tracing::info!(run = self.run, batch = n, id, "cancelled the run's provider batch");
+        }
+        rec.provider_id = id.or(rec.provider_id);
+        rec.phase = BatchPhase::Cancelled;
+        rec.provider_status = Some("cancelling".into());
+        self.record(n, &rec).await
+    }
+
+    async fn cids(&self, n: u64) -> Result<Vec<String>, StepError> {
+        Ok(self
+            .store
+            .batch_questions(self.run, n)
+            .await?
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect())
+    }
+}
+
+/// How far the provider got, for `status`.
+fn progress_word(status: &BatchStatus) -> String {
+    format!("{}/{} finished", status.finished, status.total)
+}
+
+fn to_json(item: &BatchItem) -> String {
+    serde_json::to_string(item).unwrap_or_else(|_| "\"canceled\"".into())
+}
+
+fn now_ms() -> u64 {
+    jiff::Timestamp::now().as_millisecond().max(0) as u64
+}

@@ -1,0 +1,164 @@
+//! Questions through a provider's batches. Two places hold a question while its batch runs:
+//! - in `run`, the in-process [`super::Batcher`]: the example's task waits in memory;
+//! - in the fleet, the [`BatchStore`]: a question without a stored result makes the example
+//!   wait (`JudgeFailure::awaiting`, the worker parks it), and the example is evaluated again
+//!   from the start once the fleet's coordinator stored every result it waits for. Custom_ids
+//!   are deterministic (example, dimension, judge, ask, attempt), so that evaluation asks the
+//!   same questions and finds their results; what it asks next (a re-ask, a retry of an
+//!   expired request) waits for a later batch in turn.
+//!
+//! Either way a result means the same: a reply is parsed like a live one; an errored, expired
+//! or cancelled request goes into a later batch up to `judges.retry.max_attempts`, or live at
+//! once with `judges.batch.fallback: live`.
+
+use std::sync::atomic::Ordering;
+
+use evalfleet_shared::batch_store::{BatchStore, Question};
+use evalfleet_shared::config::BatchFallback;
+
+use super::{LiveJudge, ProviderRuntime, Reply, Tally};
+use crate::judge::prompt::Prompt;
+use crate::judge::provider::batch::{encode_line, BatchItem};
+use crate::judge::JudgeFailure;
+
+/// The custom_id under which the fleet keeps the reply of a live fallback, so that evaluating
+/// the example again does not pay for it again.
+fn live_id(id: &str) -> String {
+    format!("{id}L")
+}
+
+impl LiveJudge {
+    /// One question to a batch-mode provider; returns the reply text.
+    pub(super) async fn call_batch(
+        &self,
+        rt: &ProviderRuntime,
+        prompt: &Prompt,
+        tally: &Tally,
+        id: &str,
+    ) -> Result<String, JudgeFailure> {
+        let request = rt.request(prompt);
+        let api = rt.client.api();
+        let mut last = String::new();
+        for attempt in 0..self.config.retry.max_attempts.max(1) {
+            let custom_id = format!("{id}{attempt}");
+            tally.attempts.fetch_add(1, Ordering::Relaxed);
+            let item = match &self.parking {
+                Some(store) => match stored(store.as_ref(), &tally.run, &custom_id).await {
+                    Some(item) => item,
+                    None => {
+                        let line = encode_line(api, &custom_id, &request);
+                        return Err(JudgeFailure::awaiting(vec![Question {
+                            provider: rt.name.clone(),
+                            custom_id,
+                            line,
+                        }]));
+                    }
+                },
+                None => {
+                    let Some(batcher) = rt.batcher() else {
+                        return Err(JudgeFailure::new(
+                            format!("judge provider '{}' is not in batch mode", rt.name),
+                            false,
+                        ));
+                    };
+                    let line = encode_line(api, &custom_id, &request);
+                    batcher.ask(custom_id, line).await
+                }
+            };
+            match item {
+                BatchItem::Reply { text, usage } => {
+                    let cost = self.accounting.cost(&rt.model, usage.input, usage.output)
+                        * rt.batch_discount;
+                    if self.parking.is_some() {
+                        tally.add(usage, cost);
+                        if let Ok(mut d) = tally.deferred.lock() {
+                            d.push((rt.name.clone(), usage, cost));
+                        }
+                    } else {
+                        self.bill(rt, tally, usage, cost);
+                    }
+                    return Ok(text);
+                }
+                BatchItem::Errored {
+                    reason,
+                    retryable: false,
+                } => {
+                    let reason = format!("{reason} (judge {}/{}, batch)", rt.name, rt.model);
+                    return Err(JudgeFailure::new(reason, false));
+                }
+                BatchItem::Errored { reason, .. } => last = reason,
+                BatchItem::Expired => last = "expired in its batch".into(),
+                BatchItem::Canceled => last = "cancelled with its batch".into(),
+            }
+            if self.config.batch.fallback == BatchFallback::Live {
+                return self.fallback_live(rt, prompt, tally, id).await;
+            }
+        }
+        let reason = format!(
+            "{last} (judge {}/{}, batch, after {} attempts)",
+            rt.name, rt.model, self.config.retry.max_attempts
+        );
+        Err(JudgeFailure::new(reason, false))
+    }
+
+    /// A live call for a question its batches did not answer. In the fleet its reply is kept
+    /// with the batch results (billed once, when it was made).
+    async fn fallback_live(
+        &self,
+        rt: &ProviderRuntime,
+        prompt: &Prompt,
+        tally: &Tally,
+        id: &str,
+    ) -> Result<String, JudgeFailure> {
+        let Some(store) = &self.parking else {
+            return self.call_live(rt, prompt, tally).await.map(|r| r.text);
+        };
+        let kept = live_id(id);
+        if let Some(BatchItem::Reply { text, usage }) =
+            stored(store.as_ref(), &tally.run, &kept).await
+        {
+            let cost = self.accounting.cost(&rt.model, usage.input, usage.output);
+            tally.add(usage, cost);
+            return Ok(text);
+        }
+        let Reply { text, usage, .. } = self.call_live(rt, prompt, tally).await?;
+        let item = BatchItem::Reply {
+            text: text.clone(),
+            usage,
+        };
+        if let Ok(json) = serde_json::to_string(&item) {
+            if let Err(e) = store.put_answers(&tally.run, &[(kept, json)]).await {
+                tracing::warn!(error = %e, "cannot keep a live fallback's reply; a new evaluation of the example would pay for it again");
+            }
+        }
+        Ok(text)
+    }
+
+    /// Charges the example's fleet batch replies to the run and the metrics: it is complete.
+    pub(super) fn charge_deferred(&self, tally: &Tally) {
+        let deferred = std::mem::take(&mut *tally.deferred.lock().unwrap_or_else(|e| e.into_inner()));
+        for (name, usage, cost) in deferred {
+            if let Some(rt) = self.providers.get(&name) {
+                self.charge(rt, usage, cost);
+            }
+        }
+    }
+}
+
+/// The stored result of a question, if in. A store that cannot be read counts as "not in": the
+/// example is then parked, and parking finds the result if it is there after all.
+async fn stored(store: &dyn BatchStore, run: &str, custom_id: &str) -> Option<BatchItem> {
+    match store.answer(run, custom_id).await {
+        Ok(Some(json)) => Some(serde_json::from_str(&json).unwrap_or_else(|e| {
+            BatchItem::Errored {
+                reason: format!("the stored result of {custom_id} does not parse: {e}"),
+                retryable: true,
+            }
+        })),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, custom_id, "cannot read a batch result; parking the example");
+            None
+        }
+    }
+}
