@@ -132,14 +132,14 @@ fn a_fleet_batch_run_scores_as_a_live_run_and_pays_each_request_once() {
 
 /// The coordinator dies (as by `kill -9`) at `step`; a worker started afterwards takes its
 /// lease over and finishes the run.
-fn crash_at(step: &str, n: usize, fake_args: FakeProviderArgs) {
+fn crash_at(step: &str, port: u16, n: usize, fake_args: FakeProviderArgs) {
     let fake = fake(fake_args);
     let mut fleet = batch_fleet(&fake, 25);
     let run_id = format!("{}-crash", fleet.prefix);
     fleet.env.push(("EVALFLEET_CRASH_AT".into(), step.into()));
-    fleet.worker("doomed", 19721);
+    fleet.worker("doomed", port);
     fleet.env.pop();
-    fleet.aggregator("agg", 19730);
+    fleet.aggregator("agg", port + 1);
     submit(&fleet, n, &run_id);
     let started = Instant::now();
     while fleet.alive("doomed") {
@@ -155,27 +155,41 @@ fn crash_at(step: &str, n: usize, fake_args: FakeProviderArgs) {
         "{}",
         fleet.log("doomed")
     );
-    fleet.worker("heir", 19722);
+    fleet.worker("heir", port + 2);
     let report = fleet.wait_report(&run_id, Duration::from_secs(120));
     fleet.assert_exactly(&run_id, &report, n as u64);
-    assert_eq!(report["totals"]["failed"], 0, "{step}: {}", report["failed"]);
+    assert_eq!(
+        report["totals"]["failed"], 0,
+        "{step}: {}",
+        report["failed"]
+    );
     assert_paid_once(&fake);
     assert_eq!(total(&fake.stats()), 0, "{step}: no live calls");
+    if step == "batch-created" {
+        // The batch the dead coordinator created was adopted, not created again.
+        assert!(
+            fleet
+                .log("heir")
+                .contains("found a batch created before a crash"),
+            "{}",
+            fleet.log("heir")
+        );
+    }
 }
 
 #[test]
 fn a_coordinator_killed_after_collecting_loses_and_repeats_nothing() {
-    crash_at("batch-collected", 40, FakeProviderArgs::default());
+    crash_at("batch-collected", 19721, 40, FakeProviderArgs::default());
 }
 
 #[test]
 fn a_coordinator_killed_between_create_and_record_never_creates_twice() {
-    crash_at("batch-created", 40, FakeProviderArgs::default());
+    crash_at("batch-created", 19724, 40, FakeProviderArgs::default());
 }
 
 #[test]
 fn a_coordinator_killed_mid_poll_loses_and_repeats_nothing() {
-    crash_at("batch-polled", 40, FakeProviderArgs::default());
+    crash_at("batch-polled", 19727, 40, FakeProviderArgs::default());
 }
 
 #[test]
@@ -183,6 +197,7 @@ fn a_coordinator_killed_mid_download_loses_and_repeats_nothing() {
     // Errored and expired requests on the way: retried in later batches.
     crash_at(
         "batch-downloading",
+        19780,
         40,
         FakeProviderArgs {
             batch_error_rate: 0.1,
@@ -238,13 +253,19 @@ fn cancel_cancels_the_runs_provider_batches() {
     }
     let out = fleet.run(&["cancel", &run_id], Duration::from_secs(30));
     out.assert_code(0);
-    assert!(out.stdout.contains("open provider batches"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("open provider batches"),
+        "{}",
+        out.stdout
+    );
     let cancelled_at_fake = |fake: &FakeServer| {
         let openai = fake.api_get("/v1/batches?limit=100");
         let anthropic = fake.api_get("/v1/messages/batches?limit=100");
-        let o = openai["data"].as_array().expect("data").iter().all(|b| {
-            ["cancelling", "cancelled"].contains(&b["status"].as_str().unwrap_or(""))
-        });
+        let o = openai["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .all(|b| ["cancelling", "cancelled"].contains(&b["status"].as_str().unwrap_or("")));
         let a = anthropic["data"].as_array().expect("data").iter().all(|b| {
             ["canceling", "ended"].contains(&b["processing_status"].as_str().unwrap_or(""))
                 && !b["cancel_initiated_at"].is_null()

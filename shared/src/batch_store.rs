@@ -27,6 +27,9 @@ pub struct Question {
     pub line: Vec<u8>,
 }
 
+/// A question as queued: its custom_id and its batch line.
+pub type Queued = (String, Vec<u8>);
+
 /// What parking an example did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Parking {
@@ -161,7 +164,7 @@ pub trait BatchStore: Send + Sync {
         run: &'a str,
         provider: &'a str,
         count: usize,
-    ) -> BoxFuture<'a, Result<Vec<(String, Vec<u8>)>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<Queued>, StoreError>>;
 
     /// Moves the first `count` queued questions into a new batch with `record`; returns its
     /// number, or None when `holder` lost the lease.
@@ -178,11 +181,13 @@ pub trait BatchStore: Send + Sync {
         &'a self,
         run: &'a str,
         n: u64,
-    ) -> BoxFuture<'a, Result<Vec<(String, Vec<u8>)>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<Queued>, StoreError>>;
 
     /// The run's batches, by number.
-    fn batches<'a>(&'a self, run: &'a str)
-        -> BoxFuture<'a, Result<Vec<(u64, BatchRecord)>, StoreError>>;
+    fn batches<'a>(
+        &'a self,
+        run: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<(u64, BatchRecord)>, StoreError>>;
 
     /// Records batch `n`'s new state; false (nothing written) when `holder` lost the lease.
     fn set_batch<'a>(

@@ -4,10 +4,10 @@
 //! twice.
 
 pub mod consume;
+pub mod coordinator;
 pub mod http;
 pub mod judge;
 pub mod metrics;
-pub mod coordinator;
 mod process;
 mod scenarios;
 pub mod service;

@@ -35,6 +35,9 @@ impl Pipeline {
 }
 
 /// What evaluating one example came to.
+// Unboxed: a record is the common case and is moved once; boxing it would cost an allocation
+// per example for the rare parked one.
+#[allow(clippy::large_enum_variant)]
 pub enum Processed {
     /// Its result record.
     Record(ResultRecord),
@@ -85,45 +88,47 @@ async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant)
     let example = &msg.example;
     let tasks = judge_tasks(suite, example);
     let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
-    Processed::Record(match judge.judge(example, &tasks, &msg.run_id, msg.index).await {
-        Ok(judged) => {
-            let effort = Effort {
-                usage: judged.usage,
-                latency_ms: latency_ms(),
-                attempts: judged.attempts,
-            };
-            finish(
-                suite,
-                &msg.run_id,
-                msg.index,
-                msg.line,
-                example,
-                judged.scores,
-                effort,
-            )
-        }
-        Err(failure) if !failure.awaiting.is_empty() => {
-            return Processed::Awaiting(failure.awaiting)
-        }
-        Err(failure) => {
-            let mut rec = ResultRecord::failed(
-                &msg.run_id,
-                &suite.name,
-                msg.index,
-                msg.line,
-                example.id().to_owned(),
-                failure.reason,
-            );
-            rec.group = example.group();
-            rec.details
-                .insert("inputs".into(), example.inputs(suite).into());
-            rec.attempts = failure.attempts;
-            rec.usage = failure.usage;
-            rec.latency_ms = latency_ms();
-            if let Some(status) = failure.last_status {
-                rec.details.insert("last_status".into(), status.into());
+    Processed::Record(
+        match judge.judge(example, &tasks, &msg.run_id, msg.index).await {
+            Ok(judged) => {
+                let effort = Effort {
+                    usage: judged.usage,
+                    latency_ms: latency_ms(),
+                    attempts: judged.attempts,
+                };
+                finish(
+                    suite,
+                    &msg.run_id,
+                    msg.index,
+                    msg.line,
+                    example,
+                    judged.scores,
+                    effort,
+                )
             }
-            rec
-        }
-    })
+            Err(failure) if !failure.awaiting.is_empty() => {
+                return Processed::Awaiting(failure.awaiting)
+            }
+            Err(failure) => {
+                let mut rec = ResultRecord::failed(
+                    &msg.run_id,
+                    &suite.name,
+                    msg.index,
+                    msg.line,
+                    example.id().to_owned(),
+                    failure.reason,
+                );
+                rec.group = example.group();
+                rec.details
+                    .insert("inputs".into(), example.inputs(suite).into());
+                rec.attempts = failure.attempts;
+                rec.usage = failure.usage;
+                rec.latency_ms = latency_ms();
+                if let Some(status) = failure.last_status {
+                    rec.details.insert("last_status".into(), status.into());
+                }
+                rec
+            }
+        },
+    )
 }

@@ -112,7 +112,10 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
             Api::Openai => assert_eq!(found.map(|s| s.id), Some(created.id.clone())),
             Api::Anthropic => assert_eq!(found, None),
         }
-        assert_eq!(client.find_batch(&tag_only("tag-2"), 1_000).await.unwrap(), None);
+        assert_eq!(
+            client.find_batch(&tag_only("tag-2"), 1_000).await.unwrap(),
+            None
+        );
         let mut known = HashSet::new();
         let shaped = |requests, known| Sought {
             tag: "tag-1",

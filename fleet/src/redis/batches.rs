@@ -6,7 +6,7 @@
 use std::sync::LazyLock;
 
 use evalfleet_shared::batch_store::{
-    BatchOverview, BatchRecord, BatchStore, Parking, Question,
+    BatchOverview, BatchRecord, BatchStore, Parking, Question, Queued,
 };
 use evalfleet_shared::judge_cache::BoxFuture;
 use evalfleet_shared::store::StoreError;
@@ -16,14 +16,12 @@ use super::error::{cmd_err, store_error, RedisError};
 use super::store::RedisStore;
 
 static PARK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/batch/park.lua")));
-static LEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/batch/lease.lua")));
+static LEASE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/batch/lease.lua")));
 static COLLECT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/batch/collect.lua")));
 static SET_BATCH: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/batch/set_batch.lua")));
-static READY: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/batch/ready.lua")));
+static READY: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/batch/ready.lua")));
 static UNPARK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/batch/unpark.lua")));
 static RETIRE: LazyLock<Script> =
@@ -40,7 +38,7 @@ impl RedisStore {
         self.keys.batch_part(run, part)
     }
 
-    async fn lines_of(&self, run: &str, cids: Vec<String>) -> Result<Vec<(String, Vec<u8>)>> {
+    async fn lines_of(&self, run: &str, cids: Vec<String>) -> Result<Vec<Queued>> {
         let key = self.part(run, "questions");
         let mut out = Vec::with_capacity(cids.len());
         for slice in cids.chunks(SLICE) {
@@ -342,7 +340,7 @@ impl BatchStore for RedisStore {
         run: &'a str,
         provider: &'a str,
         count: usize,
-    ) -> BoxFuture<'a, std::result::Result<Vec<(String, Vec<u8>)>, StoreError>> {
+    ) -> BoxFuture<'a, std::result::Result<Vec<Queued>, StoreError>> {
         Box::pin(async move {
             let key = self.part(run, &format!("pending:{provider}"));
             let cids = seam(self.list(&key, count as isize).await)?;
@@ -364,7 +362,7 @@ impl BatchStore for RedisStore {
         &'a self,
         run: &'a str,
         n: u64,
-    ) -> BoxFuture<'a, std::result::Result<Vec<(String, Vec<u8>)>, StoreError>> {
+    ) -> BoxFuture<'a, std::result::Result<Vec<Queued>, StoreError>> {
         Box::pin(async move {
             let cids = seam(self.list(&self.part(run, &format!("cids:{n}")), 0).await)?;
             seam(self.lines_of(run, cids).await)

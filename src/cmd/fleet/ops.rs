@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
 use evalfleet_shared::batch_store::{BatchPhase, BatchStore};
 use evalfleet_shared::config::CallMode;
-use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::queue::{Message, WorkQueue};
+use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::ResultStore;
 
 use super::Endpoints;
@@ -182,10 +182,7 @@ async fn print_batches(store: &RedisStore, run: &str) -> anyhow::Result<()> {
             }
         );
     }
-    println!(
-        "  examples waiting for batch results: {}",
-        overview.parked
-    );
+    println!("  examples waiting for batch results: {}", overview.parked);
     Ok(())
 }
 

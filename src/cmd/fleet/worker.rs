@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::Args;
 use evalfleet_fleet::limits::FleetLimits;
 use evalfleet_fleet::redis::RedisJudgeCache;
+use evalfleet_shared::batch_store::BatchStore;
 use evalfleet_shared::judge_cache::JudgeCache;
 use evalfleet_shared::shared_limit::SharedLimiter;
-use evalfleet_shared::batch_store::BatchStore;
 use evalfleet_worker::coordinator::CoordinatorOptions;
 use evalfleet_worker::service::{FleetWorker, ServiceOptions};
 use evalfleet_worker::WorkerError;
@@ -91,5 +91,9 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
 /// restarted process with a reused pid must not take its predecessor's lease for its own).
 fn holder_name() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into());
-    format!("{host}-{}-{:08x}", std::process::id(), rand::random::<u32>())
+    format!(
+        "{host}-{}-{:08x}",
+        std::process::id(),
+        rand::random::<u32>()
+    )
 }

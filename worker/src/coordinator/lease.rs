@@ -76,9 +76,15 @@ async fn keep(
         };
         if now != held.swap(now, Ordering::Relaxed) {
             if now {
-                tracing::info!(provider, "this worker now coordinates the provider's batches");
+                tracing::info!(
+                    provider,
+                    "this worker now coordinates the provider's batches"
+                );
             } else {
-                tracing::warn!(provider, "this worker no longer coordinates the provider's batches");
+                tracing::warn!(
+                    provider,
+                    "this worker no longer coordinates the provider's batches"
+                );
             }
         }
         tokio::time::sleep(options.lease / 3).await;

@@ -34,10 +34,8 @@ const TICK: Duration = Duration::from_millis(500);
 pub trait BatchRuns: Send + Sync + 'static {
     /// The run's live judge and whether the run was cancelled; None when the run is unknown
     /// (expired) or has no batch-mode judge.
-    fn batch_judge(
-        &self,
-        run: &str,
-    ) -> impl Future<Output = Option<(Arc<LiveJudge>, bool)>> + Send;
+    fn batch_judge(&self, run: &str)
+        -> impl Future<Output = Option<(Arc<LiveJudge>, bool)>> + Send;
 }
 
 /// How this worker coordinates.
@@ -78,7 +76,10 @@ pub async fn coordinate<Q, R>(
         let mut gauges = Gauges::default();
         for run in run_ids {
             let Some((judge, cancelled)) = runs.batch_judge(&run).await else {
-                tracing::warn!(run, "a run with batch work is gone from the registry; forgetting it");
+                tracing::warn!(
+                    run,
+                    "a run with batch work is gone from the registry; forgetting it"
+                );
                 let _ = store.retire(&run, true).await;
                 continue;
             };

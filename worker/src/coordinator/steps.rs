@@ -98,8 +98,10 @@ impl<Q: WorkQueue> Step<'_, Q> {
                     seen.running += 1;
                     seen.in_batches += rec.requests;
                     let collected = rec.collected_ms as f64 / 1000.0;
-                    seen.oldest_running =
-                        Some(seen.oldest_running.map_or(collected, |o: f64| o.min(collected)));
+                    seen.oldest_running = Some(
+                        seen.oldest_running
+                            .map_or(collected, |o: f64| o.min(collected)),
+                    );
                     self.poll(n, rec, progress).await?;
                 }
                 BatchPhase::Downloaded => self.release(n, rec).await?,
@@ -123,7 +125,9 @@ impl<Q: WorkQueue> Step<'_, Q> {
         if self.store.set_batch(self.run, n, self.holder, rec).await? {
             Ok(())
         } else {
-            Err(StepError::Call("this worker lost the coordinator lease".into()))
+            Err(StepError::Call(
+                "this worker lost the coordinator lease".into(),
+            ))
         }
     }
 
@@ -440,7 +444,12 @@ impl<Q: WorkQueue> Step<'_, Q> {
         }
         rec.phase = BatchPhase::Done;
         self.record(n, &rec).await?;
-        tracing::info!(run = self.run, batch = n, released, "batch done; its examples are back in the queue");
+        tracing::info!(
+            run = self.run,
+            batch = n,
+            released,
+            "batch done; its examples are back in the queue"
+        );
         Ok(())
     }
 
@@ -455,7 +464,12 @@ impl<Q: WorkQueue> Step<'_, Q> {
             persist(self.options, || self.client.cancel_batch(id))
                 .await
                 .map_err(|e| StepError::Call(e.reason()))?;
-            tracing::info!(run = self.run, batch = n, id, "cancelled the run's provider batch");
+            tracing::info!(
+                run = self.run,
+                batch = n,
+                id,
+                "cancelled the run's provider batch"
+            );
         }
         rec.provider_id = id.or(rec.provider_id);
         rec.phase = BatchPhase::Cancelled;

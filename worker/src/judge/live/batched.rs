@@ -136,7 +136,8 @@ impl LiveJudge {
 
     /// Charges the example's fleet batch replies to the run and the metrics: it is complete.
     pub(super) fn charge_deferred(&self, tally: &Tally) {
-        let deferred = std::mem::take(&mut *tally.deferred.lock().unwrap_or_else(|e| e.into_inner()));
+        let deferred =
+            std::mem::take(&mut *tally.deferred.lock().unwrap_or_else(|e| e.into_inner()));
         for (name, usage, cost) in deferred {
             if let Some(rt) = self.providers.get(&name) {
                 self.charge(rt, usage, cost);
@@ -149,12 +150,14 @@ impl LiveJudge {
 /// example is then parked, and parking finds the result if it is there after all.
 async fn stored(store: &dyn BatchStore, run: &str, custom_id: &str) -> Option<BatchItem> {
     match store.answer(run, custom_id).await {
-        Ok(Some(json)) => Some(serde_json::from_str(&json).unwrap_or_else(|e| {
-            BatchItem::Errored {
-                reason: format!("the stored result of {custom_id} does not parse: {e}"),
-                retryable: true,
-            }
-        })),
+        Ok(Some(json)) => {
+            Some(
+                serde_json::from_str(&json).unwrap_or_else(|e| BatchItem::Errored {
+                    reason: format!("the stored result of {custom_id} does not parse: {e}"),
+                    retryable: true,
+                }),
+            )
+        }
         Ok(None) => None,
         Err(e) => {
             tracing::warn!(error = %e, custom_id, "cannot read a batch result; parking the example");

@@ -23,7 +23,6 @@ use evalfleet_shared::shared_limit::SharedLimiter;
 
 use super::accounting::Accounting;
 use super::batch::{Batcher, BatcherOptions};
-use evalfleet_shared::batch_store::BatchStore;
 use super::cache::{CachedVerdict, JudgeCache};
 use super::limit::{Adaptive, Quotas, Signal, Verdict};
 use super::prompt::{self, Prompt};
@@ -31,6 +30,7 @@ use super::provider::{CallError, ChatRequest, Completion, ProviderClient, TokenU
 use super::reply::parse_verdict;
 use super::{JudgeFailure, JudgeOutcome};
 use crate::metrics::metrics;
+use evalfleet_shared::batch_store::BatchStore;
 
 /// One judge provider as the run uses it: its client, its model and its admission control.
 pub struct ProviderRuntime {

@@ -323,7 +323,9 @@ impl ProviderClient {
 
     fn matches(&self, batch: &Value, sought: &Sought<'_>) -> Match {
         if self.api == Api::Openai {
-            let tag = batch.pointer("/metadata/evalfleet_tag").and_then(Value::as_str);
+            let tag = batch
+                .pointer("/metadata/evalfleet_tag")
+                .and_then(Value::as_str);
             return if tag == Some(sought.tag) {
                 Match::Yes
             } else {
