@@ -116,7 +116,7 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
             client.find_batch(&tag_only("tag-2"), 1_000).await.unwrap(),
             None
         );
-        let mut known = HashSet::new();
+        let known = HashSet::new();
         let shaped = |requests, known| Sought {
             tag: "tag-1",
             shape: Some(Shape {
@@ -130,8 +130,11 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
         if api == Api::Anthropic {
             let other_size = client.find_batch(&shaped(13, &known), 1_000).await.unwrap();
             assert_eq!(other_size, None);
-            known.insert(created.id.clone());
-            let recorded = client.find_batch(&shaped(12, &known), 1_000).await.unwrap();
+            let recorded: HashSet<String> = [created.id.clone()].into();
+            let recorded = client
+                .find_batch(&shaped(12, &recorded), 1_000)
+                .await
+                .unwrap();
             assert_eq!(recorded, None);
         }
     }

@@ -74,6 +74,14 @@ impl Runs for Fixed {
     }
 
     async fn keep_failed(&self, _: &Message) {}
+
+    async fn park(
+        &self,
+        _: &Message,
+        _: &[evalfleet_shared::batch_store::Question],
+    ) -> Result<evalfleet_shared::batch_store::Parking, StoreError> {
+        Err(StoreError::Backend("a heuristic judge never parks".into()))
+    }
 }
 
 fn pipeline() -> Arc<Pipeline> {
