@@ -131,7 +131,7 @@ fn build() -> prometheus::Result<WorkerMetrics> {
         },
         batches: gauge_vec(
             "evalfleet_batches",
-            "Provider batches of this process by state (submitting, running).",
+            "Provider batches by state (submitting, running), counted by the process coordinating them.",
             &["provider", "state"],
         )?,
         batches_finished: counter_vec(
