@@ -47,21 +47,26 @@ pids+=($!); agg=$!
 pids+=($!); worker=$!
 sleep 1
 
-cpu() { awk '{print ($14+$15)/100}' "/proc/$1/stat"; }
+cpu_all() { python3 -c '
+import sys
+def cpu(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / 100
+print(sum(cpu(p) for p in sys.argv[1:]))' "$@"; }
+now() { python3 -c "import time; print(time.time())"; }
 peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 procs="$worker $agg $(pgrep -o redis-server) $(pgrep -o beam.smp)"
 
 for mode in live batch; do
-  before=$(for p in $procs; do cpu "$p"; done | paste -sd+ | bc)
-  t0=$(date +%s.%N)
+  before=$(cpu_all $procs)
+  t0=$(now)
   /usr/bin/time -f "%U %S" -o "$work/submit.time" \
     "$bin" --config "$work/config.yaml" submit "$work/data.jsonl" --judge live --judge-mode "$mode" \
     --run-id "$prefix-$mode" --wait > "$work/$mode.out" 2>&1 || true
-  t1=$(date +%s.%N)
-  after=$(for p in $procs; do cpu "$p"; done | paste -sd+ | bc)
-  read -r su ss < "$work/submit.time"
-  fleet_cpu=$(echo "$after - $before + $su + $ss" | bc)
-  echo "$mode $(echo "$t1 - $t0" | bc) $fleet_cpu" >> "$work/figures"
+  t1=$(now)
+  after=$(cpu_all $procs)
+  read -r su ss < <(tail -1 "$work/submit.time")
+  python3 -c "print('$mode', $t1 - $t0, $after - $before + $su + $ss)" >> "$work/figures"
   grep -E "ok|failed" "$work/$mode.out" | head -3 || true
 done
 wkb=$(peak_kb "$worker"); akb=$(peak_kb "$agg")
