@@ -44,6 +44,8 @@ pub(crate) enum StepError {
     Queue(#[from] QueueError),
     #[error("provider: {0}")]
     Call(String),
+    #[error("this worker lost the coordinator lease")]
+    LeaseLost,
 }
 
 /// What a coordinator remembers between ticks of one run and provider. Losing it costs calls,
@@ -125,9 +127,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
         if self.store.set_batch(self.run, n, self.holder, rec).await? {
             Ok(())
         } else {
-            Err(StepError::Call(
-                "this worker lost the coordinator lease".into(),
-            ))
+            Err(StepError::LeaseLost)
         }
     }
 
