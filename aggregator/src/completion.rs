@@ -38,13 +38,20 @@ pub trait Registry: Send + Sync {
     ) -> impl Future<Output = Result<(), AggregatorError>> + Send;
 }
 
-/// One sweep over the running runs: `observe` sees each one's counts (for gauges and to learn
-/// its total), and `finish(meta, total, done)` is called for each complete one this
-/// aggregator holds the report lock of.
+/// What a sweep tells its caller besides finishing runs.
+pub(crate) trait Observer {
+    /// A running run's counts (for gauges and to learn its total).
+    fn running(&mut self, meta: &RunMeta, counts: Counts);
+    /// A run that is not running (finished elsewhere, cancelled): no longer to be followed.
+    fn ended(&mut self, meta: &RunMeta);
+}
+
+/// One sweep over the latest runs: `observer` sees each one, and `finish(meta, total, done)`
+/// is called for each complete one this aggregator holds the report lock of.
 pub(crate) async fn sweep<R, F, Fut>(
     registry: &R,
     owner: &str,
-    mut observe: impl FnMut(&RunMeta, Counts),
+    observer: &mut impl Observer,
     finish: F,
 ) -> Result<(), AggregatorError>
 where
@@ -54,10 +61,11 @@ where
 {
     for meta in registry.runs().await? {
         if meta.status != RunStatus::Running {
+            observer.ended(&meta);
             continue;
         }
         let counts = registry.counts(&meta.id).await?;
-        observe(&meta, counts);
+        observer.running(&meta, counts);
         let Some(total) = meta.total else { continue };
         if counts.done() < total || !registry.try_lock_report(&meta.id, owner).await? {
             continue;
@@ -182,34 +190,45 @@ mod tests {
         }
     }
 
+    /// The runs a sweep observed running, and those it saw ended.
+    #[derive(Default)]
+    struct Seen {
+        running: Vec<String>,
+        ended: Vec<String>,
+    }
+
+    impl Observer for Seen {
+        fn running(&mut self, meta: &RunMeta, _: Counts) {
+            self.running.push(meta.id.clone());
+        }
+        fn ended(&mut self, meta: &RunMeta) {
+            self.ended.push(meta.id.clone());
+        }
+    }
+
     /// Sweeps once; the runs finished (in order) and the runs observed.
     async fn sweep_once(
         registry: &Memory,
         fail: bool,
-    ) -> (Result<(), AggregatorError>, Vec<String>, Vec<String>) {
+    ) -> (Result<(), AggregatorError>, Vec<String>, Seen) {
         let finished = Mutex::new(Vec::new());
-        let mut observed = Vec::new();
-        let result = sweep(
-            registry,
-            "me",
-            |m, _| observed.push(m.id.clone()),
-            |m, total, done| {
-                finished
-                    .lock()
-                    .unwrap()
-                    .push(format!("{}:{done}/{total}", m.id));
-                async move {
-                    if fail {
-                        Err(AggregatorError::Report {
-                            run: m.id,
-                            message: "disk full".into(),
-                        })
-                    } else {
-                        Ok(())
-                    }
+        let mut observed = Seen::default();
+        let result = sweep(registry, "me", &mut observed, |m, total, done| {
+            finished
+                .lock()
+                .unwrap()
+                .push(format!("{}:{done}/{total}", m.id));
+            async move {
+                if fail {
+                    Err(AggregatorError::Report {
+                        run: m.id,
+                        message: "disk full".into(),
+                    })
+                } else {
+                    Ok(())
                 }
-            },
-        )
+            }
+        })
         .await;
         (result, finished.into_inner().unwrap(), observed)
     }
@@ -229,7 +248,8 @@ mod tests {
         let (result, finished, observed) = sweep_once(&registry, false).await;
         result.unwrap();
         assert_eq!(finished, ["done:3/3"]);
-        assert_eq!(observed, ["done", "partial", "submitting"]);
+        assert_eq!(observed.running, ["done", "partial", "submitting"]);
+        assert_eq!(observed.ended, ["complete"]);
         assert!(
             registry.locks.lock().unwrap().is_empty(),
             "the lock is released"

@@ -3,7 +3,7 @@
 //! local disk instead of reading every record back from Redis. No Redis here: the service feeds
 //! it the records of the events stream.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
@@ -91,11 +91,48 @@ impl Tracked {
 #[derive(Default)]
 pub(crate) struct Folding {
     runs: HashMap<String, Tracked>,
+    ended: Ended,
+}
+
+/// Runs recently finished or found not running: events of theirs that arrive late (a run is
+/// complete once its results are stored, which can be before their events are read) are not
+/// followed again, which would keep a run nobody reports in memory for good.
+#[derive(Default)]
+struct Ended {
+    ids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Ended {
+    /// How many are remembered: late events come within seconds, from a few runs.
+    const KEEP: usize = 1024;
+
+    fn insert(&mut self, run_id: &str) {
+        if self.ids.insert(run_id.to_owned()) {
+            self.order.push_back(run_id.to_owned());
+            if self.order.len() > Self::KEEP {
+                if let Some(old) = self.order.pop_front() {
+                    self.ids.remove(&old);
+                }
+            }
+        }
+    }
 }
 
 impl Folding {
     pub(crate) fn is_tracked(&self, run_id: &str) -> bool {
         self.runs.contains_key(run_id)
+    }
+
+    /// Whether the run was finished or found not running lately: its events are not followed.
+    pub(crate) fn has_ended(&self, run_id: &str) -> bool {
+        self.ended.ids.contains(run_id)
+    }
+
+    /// Marks a run not running (it is not followed from now on).
+    pub(crate) fn end(&mut self, run_id: &str) {
+        self.runs.remove(run_id);
+        self.ended.insert(run_id);
     }
 
     pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) {
@@ -121,9 +158,11 @@ impl Folding {
         }
     }
 
-    /// Stops following a run (it is being finished).
+    /// Stops following a run (it is being finished): its late events are ignored.
     pub(crate) fn take(&mut self, run_id: &str) -> Option<Tracked> {
-        self.runs.remove(run_id)
+        let tracked = self.runs.remove(run_id);
+        self.ended.insert(run_id);
+        tracked
     }
 
     /// Whether some run has all its results folded since the last look.
@@ -187,6 +226,20 @@ pub(crate) mod tests {
         let t = f.take("r").expect("tracked");
         assert_eq!(t.agg.totals.skipped, 3);
         assert!(f.get("r").is_none());
+        assert!(f.has_ended("r"), "its late events are not followed");
+    }
+
+    #[test]
+    fn ended_runs_are_remembered_up_to_a_bound() {
+        let mut f = Folding::default();
+        f.track("r", spec());
+        f.end("r");
+        assert!(!f.is_tracked("r") && f.has_ended("r"));
+        for i in 0..Ended::KEEP {
+            f.end(&format!("later{i}"));
+        }
+        assert!(!f.has_ended("r"), "the oldest is forgotten");
+        assert!(f.has_ended(&format!("later{}", Ended::KEEP - 1)));
     }
 
     #[test]

@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use evalfleet_fleet::amqp::depth::QueueDepthReader;
-use evalfleet_fleet::redis::{Event, EventStream, RedisStore, RunItems, RunMeta};
+use evalfleet_fleet::redis::{Event, EventStream, RedisStore, RunItems, RunMeta, RunStatus};
 use evalfleet_shared::spec::RunSpec;
+use evalfleet_shared::store::Counts;
 
 use crate::fold::Folding;
 use crate::metrics::metrics;
@@ -144,7 +145,22 @@ impl Aggregator {
         for event in batch {
             ids.push(event.id.clone());
             let Some(record) = event.record else { continue };
-            if !self.folding().is_some_and(|f| f.is_tracked(&event.run_id)) {
+            let (tracked, ended) = self.folding().map_or((false, false), |f| {
+                (f.is_tracked(&event.run_id), f.has_ended(&event.run_id))
+            });
+            if ended {
+                continue;
+            }
+            if !tracked {
+                // A late event of a run already finished (by us before a restart, or by
+                // another aggregator) is not followed again.
+                let running = self.store.run(&event.run_id).await?;
+                if running.is_none_or(|m| m.status != RunStatus::Running) {
+                    if let Some(mut f) = self.folding() {
+                        f.end(&event.run_id);
+                    }
+                    continue;
+                }
                 match self.store.spec(&event.run_id).await? {
                     Some(json) => match serde_json::from_str::<RunSpec>(&json) {
                         Ok(spec) => {
@@ -181,14 +197,7 @@ impl Aggregator {
         completion::sweep(
             &self.store,
             &self.opts.consumer,
-            |meta, counts| {
-                if let Some(mut f) = self.folding() {
-                    if let Some(total) = meta.total {
-                        f.set_total(&meta.id, total);
-                    }
-                    gauges::publish_run(meta, counts, f.get(&meta.id));
-                }
-            },
+            &mut SweepObserver(self),
             |meta, total, done| self.finish(meta, total, done),
         )
         .await
@@ -261,6 +270,29 @@ impl Aggregator {
             "run complete: reports written"
         );
         Ok(())
+    }
+}
+
+/// What the aggregator does with what a sweep sees: run gauges and totals for running runs;
+/// runs that ended elsewhere are no longer followed.
+struct SweepObserver<'a>(&'a Aggregator);
+
+impl completion::Observer for SweepObserver<'_> {
+    fn running(&mut self, meta: &RunMeta, counts: Counts) {
+        if let Some(mut f) = self.0.folding() {
+            if let Some(total) = meta.total {
+                f.set_total(&meta.id, total);
+            }
+            gauges::publish_run(meta, counts, f.get(&meta.id));
+        }
+    }
+
+    fn ended(&mut self, meta: &RunMeta) {
+        if let Some(mut f) = self.0.folding() {
+            if f.is_tracked(&meta.id) {
+                f.end(&meta.id);
+            }
+        }
     }
 }
 

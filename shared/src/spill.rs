@@ -104,66 +104,166 @@ impl ItemSource for Spill {
             spill.writer.flush().map_err(source)?;
             spill.slots.clone()
         };
-        let mut reader = ChunkReader {
-            file: &self.file,
-            buf: Vec::new(),
-            start: 0,
-        };
-        for (index, slot) in slots.iter().enumerate() {
-            if slot.len == 0 || only.is_some_and(|o| o as u8 != slot.outcome) {
-                continue;
+        let mut block = Block::default();
+        let mut first = 0;
+        while first < slots.len() {
+            let end = block_end(&slots, first);
+            block
+                .read(&self.file, &slots, first..end, only)
+                .map_err(source)?;
+            for (index, bytes) in block.records() {
+                let rec: ResultRecord = serde_json::from_slice(bytes).map_err(|e| {
+                    ReportError::Source(
+                        StoreError::Corrupt {
+                            run: self.run_id.clone(),
+                            index: index as u64,
+                            message: e.to_string(),
+                        }
+                        .to_string(),
+                    )
+                })?;
+                f(&rec)?;
             }
-            let bytes = reader.get(slot.offset, slot.len as usize).map_err(source)?;
-            let rec: ResultRecord = serde_json::from_slice(bytes).map_err(|e| {
-                ReportError::Source(
-                    StoreError::Corrupt {
-                        run: self.run_id.clone(),
-                        index: index as u64,
-                        message: e.to_string(),
-                    }
-                    .to_string(),
-                )
-            })?;
-            f(&rec)?;
+            first = end;
         }
         Ok(())
     }
 }
 
-/// Reads the file in 1 MiB windows: records arrive nearly in index order, so reading them in
-/// index order is nearly sequential.
-struct ChunkReader<'a> {
-    file: &'a File,
-    buf: Vec<u8>,
-    start: u64,
+/// Bytes of records read back at once: bounds the memory of streaming a run back. (Small in
+/// tests, so that they cross blocks.)
+const BLOCK_BYTES: u64 = if cfg!(test) { 16 << 10 } else { 8 << 20 };
+/// A gap between two wanted records up to which one read takes both (and the gap).
+const COALESCE_GAP: u64 = 64 << 10;
+
+/// Where the block of indices starting at `first` ends: after [`BLOCK_BYTES`] of records.
+fn block_end(slots: &[Slot], first: usize) -> usize {
+    let mut bytes = 0;
+    let mut end = first;
+    while end < slots.len() && (bytes < BLOCK_BYTES || end == first) {
+        bytes += u64::from(slots[end].len);
+        end += 1;
+    }
+    end
 }
 
-impl ChunkReader<'_> {
-    fn get(&mut self, offset: u64, len: usize) -> io::Result<&[u8]> {
-        let end = offset + len as u64;
-        if offset < self.start || end > self.start + self.buf.len() as u64 {
-            let want = len.max(1 << 20);
-            self.buf.resize(want, 0);
-            let mut filled = 0;
-            while filled < want {
-                let n = self
-                    .file
-                    .read_at(&mut self.buf[filled..], offset + filled as u64)?;
-                if n == 0 {
-                    break;
-                }
-                filled += n;
+/// One block of indices' records, read in file order and handed out in index order.
+///
+/// Records sit in the file in the order they were stored. That is nearly the index order in a
+/// live run, but not in batch mode, where examples complete batch by batch: reading in index
+/// order through a window would then read the file again for nearly every record. Sorting a
+/// block's records by offset and reading runs of neighbours with one `pread` each reads every
+/// byte about once whatever the order.
+#[derive(Default)]
+struct Block {
+    buf: Vec<u8>,
+    /// (index, start in `buf`, length), in index order.
+    placed: Vec<(usize, usize, usize)>,
+}
+
+impl Block {
+    fn read(
+        &mut self,
+        file: &File,
+        slots: &[Slot],
+        indices: std::ops::Range<usize>,
+        only: Option<Outcome>,
+    ) -> io::Result<()> {
+        self.buf.clear();
+        self.placed.clear();
+        let mut wanted: Vec<usize> = indices
+            .filter(|&i| {
+                let slot = &slots[i];
+                slot.len > 0 && only.is_none_or(|o| o as u8 == slot.outcome)
+            })
+            .collect();
+        wanted.sort_unstable_by_key(|&i| slots[i].offset);
+        let mut k = 0;
+        while k < wanted.len() {
+            // A run of records close enough to read together.
+            let from = slots[wanted[k]].offset;
+            let mut to = from + u64::from(slots[wanted[k]].len);
+            let mut j = k + 1;
+            while j < wanted.len() && slots[wanted[j]].offset <= to + COALESCE_GAP {
+                to = to.max(slots[wanted[j]].offset + u64::from(slots[wanted[j]].len));
+                j += 1;
             }
-            if filled < len {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "spill file shorter than its index",
-                ));
+            let base = self.buf.len();
+            self.buf.resize(base + (to - from) as usize, 0);
+            file.read_exact_at(&mut self.buf[base..], from)?;
+            for &i in &wanted[k..j] {
+                let start = base + (slots[i].offset - from) as usize;
+                self.placed.push((i, start, slots[i].len as usize));
             }
-            self.buf.truncate(filled);
-            self.start = offset;
+            k = j;
         }
-        let from = (offset - self.start) as usize;
-        Ok(&self.buf[from..from + len])
+        self.placed.sort_unstable_by_key(|&(i, _, _)| i);
+        Ok(())
+    }
+
+    /// The block's records, in index order.
+    fn records(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        self.placed
+            .iter()
+            .map(|&(i, start, len)| (i, &self.buf[start..start + len]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::ResultRecord;
+
+    fn record(index: u64) -> ResultRecord {
+        let reason = "x".repeat(index as usize % 50);
+        ResultRecord::failed(
+            "r",
+            "s",
+            index,
+            Some(index + 1),
+            format!("ex{index}"),
+            reason,
+        )
+    }
+
+    fn read_back(spill: &Spill, only: Option<Outcome>) -> Vec<u64> {
+        let mut seen = Vec::new();
+        spill
+            .for_each_item(only, &mut |rec| {
+                seen.push(rec.index);
+                Ok(())
+            })
+            .unwrap();
+        seen
+    }
+
+    #[test]
+    fn records_stored_in_any_order_stream_back_in_index_order_once_each() {
+        let spill = Spill::new("r").unwrap();
+        // Batch-like order: interleaved runs, one backwards; index 8 is never stored.
+        let mut order: Vec<u64> = (0..3000).filter(|i| i % 3 == 0).collect();
+        order.extend((0..3000).rev().filter(|i| i % 3 == 1));
+        order.extend((0..3000).filter(|i| i % 3 == 2 && *i != 8));
+        for &i in &order {
+            let json = serde_json::to_vec(&record(i)).unwrap();
+            assert!(spill.put(i, Outcome::Failed, &json).unwrap());
+        }
+        assert!(!spill.put(0, Outcome::Failed, b"{}").unwrap(), "kept once");
+        let want: Vec<u64> = (0..3000).filter(|&i| i != 8).collect();
+        assert_eq!(read_back(&spill, None), want);
+        assert_eq!(read_back(&spill, Some(Outcome::Ok)), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn blocks_end_after_their_bytes_and_always_hold_one_slot() {
+        let slot = |len| Slot {
+            offset: 0,
+            len,
+            outcome: 0,
+        };
+        let slots = vec![slot(BLOCK_BYTES as u32 + 1), slot(10), slot(10)];
+        assert_eq!(block_end(&slots, 0), 1);
+        assert_eq!(block_end(&slots, 1), 3);
+        assert_eq!(block_end(&[], 0), 0);
     }
 }
