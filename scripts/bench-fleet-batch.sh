@@ -78,6 +78,15 @@ peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 procs="$worker $agg $(pgrep -o redis-server) $(pgrep -o beam.smp)"
 
 for mode in live batch; do
+  # Redis's memory, sampled each second, above its level when the mode starts: parked
+  # examples and queued questions live there.
+  echo 0 > "$work/redis.$mode"
+  (base=$(redis-cli info memory | awk -F: '/^used_memory:/ {print $2+0}'); peak=$base; while :; do
+     m=$(redis-cli info memory | awk -F: '/^used_memory:/ {print $2+0}')
+     [ "$m" -gt "$peak" ] && peak=$m && echo "$((peak - base))" > "$work/redis.$mode"
+     sleep 1
+   done) &
+  sampler=$!
   before=$(cpu_each $procs)
   t0=$(now)
   /usr/bin/time -f "%U %S" -o "$work/submit.time" \
@@ -86,12 +95,13 @@ for mode in live batch; do
   t1=$(now)
   settle $procs
   after=$(cpu_each $procs)
+  kill "$sampler"
   read -r su ss < <(tail -1 "$work/submit.time")
   echo "$mode $(python3 -c "print($t1 - $t0)") $before | $after | $su $ss" >> "$work/figures"
   grep -E "ok|failed" "$work/$mode.out" | head -3 || true
 done
 wkb=$(peak_kb "$worker"); akb=$(peak_kb "$agg")
-python3 - "$work/figures" "$n" "$wkb" "$akb" <<'PY'
+python3 - "$work/figures" "$n" "$wkb" "$akb" "$(cat "$work/redis.live")" "$(cat "$work/redis.batch")" <<'PY'
 import sys
 names = ["worker", "aggregator", "redis", "rabbitmq", "submit"]
 rows = {}
@@ -108,4 +118,6 @@ for mode, (wall, cpu) in rows.items():
 lc, bc = sum(rows["live"][1]), sum(rows["batch"][1])
 print(f"  batch / live fleet CPU: {bc/lc:.2f}x (target ≤ 2x)")
 print(f"  peak RSS: worker (with the batch coordinator) {wkb/1024:.0f} MiB, aggregator {akb/1024:.0f} MiB (target ≤ 256 MiB)")
+rl, rb = int(sys.argv[5]) / 2**20, int(sys.argv[6]) / 2**20
+print(f"  Redis used memory, peak above the mode's start: live {rl:.0f} MiB, batch {rb:.0f} MiB")
 PY
