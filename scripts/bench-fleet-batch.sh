@@ -87,6 +87,8 @@ for mode in live batch; do
      sleep 1
    done) &
   sampler=$!
+  # Peak RSS per mode: writing 5 to clear_refs resets a process's high-water mark.
+  for p in $worker $agg; do echo 5 > "/proc/$p/clear_refs"; done
   before=$(cpu_each $procs)
   t0=$(now)
   /usr/bin/time -f "%U %S" -o "$work/submit.time" \
@@ -96,12 +98,12 @@ for mode in live batch; do
   settle $procs
   after=$(cpu_each $procs)
   kill "$sampler"
+  echo "$(peak_kb "$worker") $(peak_kb "$agg")" > "$work/rss.$mode"
   read -r su ss < <(tail -1 "$work/submit.time")
   echo "$mode $(python3 -c "print($t1 - $t0)") $before | $after | $su $ss" >> "$work/figures"
   grep -E "ok|failed" "$work/$mode.out" | head -3 || true
 done
-wkb=$(peak_kb "$worker"); akb=$(peak_kb "$agg")
-python3 - "$work/figures" "$n" "$wkb" "$akb" "$(cat "$work/redis.live")" "$(cat "$work/redis.batch")" <<'PY'
+python3 - "$work/figures" "$n" "$(cat "$work/rss.live")" "$(cat "$work/rss.batch")" "$(cat "$work/redis.live")" "$(cat "$work/redis.batch")" <<'PY'
 import sys
 names = ["worker", "aggregator", "redis", "rabbitmq", "submit"]
 rows = {}
@@ -109,7 +111,8 @@ for l in open(sys.argv[1]):
     mode, wall, rest = l.split(" ", 2)
     before, after, submit = (list(map(float, part.split())) for part in rest.split("|"))
     rows[mode] = (float(wall), [a - b for a, b in zip(after, before)] + [sum(submit)])
-n, wkb, akb = int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+n = int(sys.argv[2])
+(lw, la), (bw, ba) = (map(lambda kb: float(kb) / 1024, a.split()) for a in sys.argv[3:5])
 print(f"{n:,} support-judge examples, 1 worker (-j 256) + aggregator, zero-latency fake; batches processed in 1 s")
 print("  CPU-µs per example: " + " ".join(f"{x:>10}" for x in names + ["fleet"]))
 for mode, (wall, cpu) in rows.items():
@@ -117,7 +120,8 @@ for mode, (wall, cpu) in rows.items():
     print(f"  {mode:5} ({wall:6.1f} s):  " + " ".join(f"{x:10.0f}" for x in per + [sum(per)]))
 lc, bc = sum(rows["live"][1]), sum(rows["batch"][1])
 print(f"  batch / live fleet CPU: {bc/lc:.2f}x (target ≤ 2x)")
-print(f"  peak RSS: worker (with the batch coordinator) {wkb/1024:.0f} MiB, aggregator {akb/1024:.0f} MiB (target ≤ 256 MiB)")
+print(f"  peak RSS, live : worker {lw:.0f} MiB, aggregator {la:.0f} MiB")
+print(f"  peak RSS, batch: worker (with the batch coordinator) {bw:.0f} MiB, aggregator {ba:.0f} MiB (target ≤ 256 MiB)")
 rl, rb = int(sys.argv[5]) / 2**20, int(sys.argv[6]) / 2**20
 print(f"  Redis used memory, peak above the mode's start: live {rl:.0f} MiB, batch {rb:.0f} MiB")
 PY

@@ -25,10 +25,10 @@ fn batch_config(extra_batch: &str) -> LiveConfig {
 }
 
 /// `run --judge-mode batch` of `n` generated support-judge examples; its report.json.
-fn batch_run(fake: &FakeServer, n: usize, extra_batch: &str) -> serde_json::Value {
+fn batch_run(fake: &FakeServer, n: usize, config: &LiveConfig) -> serde_json::Value {
     let dir = tempdir();
     let data = write_dataset(dir.path(), &examples(n, &["gpt-4o", "claude-3-5-sonnet"]));
-    let config = fake.config(dir.path(), &batch_config(extra_batch));
+    let config = fake.config(dir.path(), config);
     let out = dir.path().join("out");
     let run = run_live(
         &data,
@@ -133,13 +133,42 @@ fn a_batch_run_scores_as_a_live_run_does_at_half_the_price() {
 }
 
 #[test]
+fn a_create_whose_reply_is_lost_is_found_not_made_again() {
+    // Every create's reply comes after the client gave up: the batch exists, and the retried
+    // create must adopt it (OpenAI by its tag, Anthropic by its shape), never pay twice.
+    let fake = fake(FakeProviderArgs {
+        batch_create_delay_ms: 1_500,
+        ..FakeProviderArgs::default()
+    });
+    let config = LiveConfig {
+        timeout_s: 1.0,
+        ..batch_config("")
+    };
+    let report = batch_run(&fake, 12, &config);
+    assert_eq!(report["totals"]["ok"], json!(12), "{}", report["totals"]);
+    let stats = fake.stats();
+    let ledger = &stats["batches"];
+    for p in ["openai", "anthropic"] {
+        assert!(u(&ledger[p], "batches") >= 1, "{ledger}");
+        assert_eq!(ledger[p]["repeated_custom_ids"], json!([]), "{ledger}");
+        assert_eq!(ledger[p]["requests"], ledger[p]["distinct_custom_ids"]);
+    }
+}
+
+#[test]
 fn a_run_larger_than_a_batch_is_split_and_failed_requests_are_retried() {
     let fake = fake(FakeProviderArgs {
         batch_error_rate: 0.15,
         batch_expiry_rate: 0.1,
         ..FakeProviderArgs::default()
     });
-    let report = batch_run(&fake, 30, ", max_requests: 7");
+    // A quarter of the requests fail each time: with 8 attempts, a question runs out of them
+    // once in 65,000 (with 5, a run of 60 questions would fail one in 16 times).
+    let config = LiveConfig {
+        max_attempts: 8,
+        ..batch_config(", max_requests: 7")
+    };
+    let report = batch_run(&fake, 30, &config);
     assert_eq!(report["totals"]["ok"], json!(30), "{}", report["totals"]);
     for r in items(&report) {
         for dim in DIMS {
@@ -168,7 +197,7 @@ fn fallback_live_answers_what_the_batches_did_not() {
         batch_error_rate: 1.0,
         ..FakeProviderArgs::default()
     });
-    let report = batch_run(&fake, 6, ", fallback: live");
+    let report = batch_run(&fake, 6, &batch_config(", fallback: live"));
     assert_eq!(report["totals"]["ok"], json!(6), "{}", report["totals"]);
     let stats = fake.stats();
     assert_eq!(total(&stats), 12, "every question answered live: {stats}");

@@ -112,6 +112,11 @@ pub struct FakeProviderArgs {
     /// `expired` result).
     #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
     pub batch_expiry_rate: f64,
+    /// How long a batch create holds its reply after the batch exists, in milliseconds: a
+    /// client whose timeout is shorter sees the network lose the response of a create that
+    /// happened, and must not create the batch again.
+    #[arg(long, default_value_t = 0)]
+    pub batch_create_delay_ms: u64,
     /// The most requests one OpenAI batch input file may hold (the real limit: 50,000).
     #[arg(long, default_value_t = 50_000)]
     pub batch_max_requests_openai: usize,
@@ -154,6 +159,7 @@ impl Default for FakeProviderArgs {
             batch_processing_ms: 1_000,
             batch_error_rate: 0.0,
             batch_expiry_rate: 0.0,
+            batch_create_delay_ms: 0,
             batch_max_requests_openai: 50_000,
             batch_max_bytes_openai: 200_000_000,
             batch_max_requests_anthropic: 100_000,
@@ -216,6 +222,7 @@ pub struct ConfigPatch {
     pub batch_processing_ms: Option<u64>,
     pub batch_error_rate: Option<f64>,
     pub batch_expiry_rate: Option<f64>,
+    pub batch_create_delay_ms: Option<u64>,
     pub batch_max_requests_openai: Option<usize>,
     pub batch_max_bytes_openai: Option<usize>,
     pub batch_max_requests_anthropic: Option<usize>,
@@ -252,6 +259,7 @@ impl ConfigPatch {
             batch_processing_ms,
             batch_error_rate,
             batch_expiry_rate,
+            batch_create_delay_ms,
             batch_max_requests_openai,
             batch_max_bytes_openai,
             batch_max_requests_anthropic,

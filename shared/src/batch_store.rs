@@ -158,11 +158,13 @@ pub trait BatchStore: Send + Sync {
         provider: &'a str,
     ) -> BoxFuture<'a, Result<u64, StoreError>>;
 
-    /// The first `count` queued questions of `run` for `provider`, with their lines, oldest first.
+    /// A page of the questions of `run` queued for `provider`, with their lines, oldest first:
+    /// `count` of them from the `start`th.
     fn pending<'a>(
         &'a self,
         run: &'a str,
         provider: &'a str,
+        start: usize,
         count: usize,
     ) -> BoxFuture<'a, Result<Vec<Queued>, StoreError>>;
 
@@ -176,11 +178,21 @@ pub trait BatchStore: Send + Sync {
         record: &'a BatchRecord,
     ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
 
-    /// The questions of batch `n`, with their lines, in batch order.
+    /// The custom_ids of batch `n`, in batch order.
+    fn batch_cids<'a>(
+        &'a self,
+        run: &'a str,
+        n: u64,
+    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
+
+    /// A page of the questions of batch `n` with their lines, in batch order: `count` of them
+    /// from the `start`th.
     fn batch_questions<'a>(
         &'a self,
         run: &'a str,
         n: u64,
+        start: usize,
+        count: usize,
     ) -> BoxFuture<'a, Result<Vec<Queued>, StoreError>>;
 
     /// The run's batches, by number.

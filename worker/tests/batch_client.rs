@@ -9,7 +9,7 @@ use evalfleet_fake_provider::{spawn, FakeProviderArgs, Verdict};
 use evalfleet_shared::config::{Api, JudgeConfig, ProviderConfig};
 use evalfleet_worker::judge::prompt::Prompt;
 use evalfleet_worker::judge::provider::batch::{
-    encode_line, BatchItem, BatchState, BatchStatus, Shape, Sought,
+    encode_line, BatchBody, BatchItem, BatchState, BatchStatus, Shape, Sought,
 };
 use evalfleet_worker::judge::provider::{ChatRequest, ProviderClient};
 
@@ -45,8 +45,9 @@ fn prompts(n: usize) -> Vec<Prompt> {
         .collect()
 }
 
-fn lines(api: Api, prompts: &[Prompt]) -> Vec<Vec<u8>> {
-    prompts
+/// The batch body of these prompts, custom_ids `run-<i>`.
+fn body(api: Api, prompts: &[Prompt]) -> BatchBody {
+    let lines: Vec<Vec<u8>> = prompts
         .iter()
         .enumerate()
         .map(|(i, prompt)| {
@@ -57,7 +58,18 @@ fn lines(api: Api, prompts: &[Prompt]) -> Vec<Vec<u8>> {
             };
             encode_line(api, &format!("run-{i}"), &request)
         })
-        .collect()
+        .collect();
+    BatchBody::of(api, &lines).unwrap()
+}
+
+/// Every result of an ended batch, as downloaded.
+async fn all_results(client: &ProviderClient, status: &BatchStatus) -> Vec<(String, BatchItem)> {
+    let mut results = client.batch_results(status);
+    let mut all = Vec::new();
+    while let Some(result) = results.next().await.unwrap() {
+        all.push(result);
+    }
+    all
 }
 
 async fn wait_ended(client: &ProviderClient, id: &str) -> BatchStatus {
@@ -82,7 +94,7 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
         let prompts = prompts(12);
         let collected_ms = jiff::Timestamp::now().as_millisecond() as u64;
         let created = client
-            .create_batch(&lines(api, &prompts), "tag-1")
+            .create_batch(&body(api, &prompts), "tag-1")
             .await
             .unwrap();
         assert_eq!(created.state, BatchState::Running, "{api:?}");
@@ -93,7 +105,7 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
             (&BatchState::Ended, 12),
             "{api:?}"
         );
-        let results = client.batch_results(&ended).await.unwrap();
+        let results = all_results(&client, &ended).await;
         assert_eq!(results.len(), 12);
         for (custom_id, item) in results {
             let i: usize = custom_id.trim_start_matches("run-").parse().unwrap();
@@ -151,11 +163,11 @@ async fn per_request_failures_are_results_and_cancels_end_the_batch() {
         };
         let (client, _fake) = client(api, args).await;
         let created = client
-            .create_batch(&lines(api, &prompts(100)), "t")
+            .create_batch(&body(api, &prompts(100)), "t")
             .await
             .unwrap();
         let ended = wait_ended(&client, &created.id).await;
-        let results = client.batch_results(&ended).await.unwrap();
+        let results = all_results(&client, &ended).await;
         assert_eq!(results.len(), 100, "{api:?}");
         let count = |f: fn(&BatchItem) -> bool| results.iter().filter(|(_, i)| f(i)).count();
         let errored = count(|i| {
@@ -176,13 +188,13 @@ async fn per_request_failures_are_results_and_cancels_end_the_batch() {
         assert_eq!(errored + expired + replies, 100);
 
         let created = client
-            .create_batch(&lines(api, &prompts(5)), "c")
+            .create_batch(&body(api, &prompts(5)), "c")
             .await
             .unwrap();
         let cancelling = client.cancel_batch(&created.id).await.unwrap();
         assert_eq!(cancelling.state, BatchState::Running);
         let ended = wait_ended(&client, &created.id).await;
-        let results = client.batch_results(&ended).await.unwrap();
+        let results = all_results(&client, &ended).await;
         assert!(
             results.iter().all(|(_, i)| *i == BatchItem::Canceled),
             "{api:?}: {results:?}"
@@ -199,7 +211,7 @@ async fn a_batch_over_the_limits_is_refused_or_fails_as_the_provider_says() {
     };
     let (openai, _fake) = client(Api::Openai, args).await;
     let created = openai
-        .create_batch(&lines(Api::Openai, &prompts(4)), "big")
+        .create_batch(&body(Api::Openai, &prompts(4)), "big")
         .await
         .unwrap();
     let failed = wait_ended(&openai, &created.id).await;
@@ -213,7 +225,7 @@ async fn a_batch_over_the_limits_is_refused_or_fails_as_the_provider_says() {
     };
     let (anthropic, _fake) = client(Api::Anthropic, args).await;
     let refused = anthropic
-        .create_batch(&lines(Api::Anthropic, &prompts(4)), "big")
+        .create_batch(&body(Api::Anthropic, &prompts(4)), "big")
         .await
         .unwrap_err();
     assert_eq!(refused.status(), Some(400), "{refused}");

@@ -15,7 +15,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{Batch, BatchRequest, Counts, Final, Phase};
+use super::{reply_to_create, Batch, BatchRequest, Counts, Final, Phase};
 use crate::anthropic::{check_auth, error, message, MessagesAsk, MessagesRequest};
 use crate::clock::{now_unix_ms, rfc3339_ms};
 use crate::state::{base62, FakeProvider};
@@ -66,8 +66,11 @@ pub async fn create(
     let batch = Batch::new(id, Provider::Anthropic, &cfg, requests, now_unix_ms());
     fp.batches().ledger().count_batch(Provider::Anthropic);
     let batch = fp.batches().insert(batch);
-    let batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    ok(batch_json(&batch, &headers, now_unix_ms()))
+    let reply = {
+        let batch = batch.lock().unwrap_or_else(|e| e.into_inner());
+        ok(batch_json(&batch, &headers, now_unix_ms()))
+    };
+    reply_to_create(&cfg, reply).await
 }
 
 fn parse_requests(

@@ -20,6 +20,8 @@ pub(crate) mod openai;
 pub(crate) mod openai_files;
 mod registry;
 
+use axum::response::Response;
+
 use crate::args::FakeProviderArgs;
 use crate::judge::{estimate_tokens, stable_hash, wrap, Verdict};
 use crate::stats::Provider;
@@ -321,6 +323,15 @@ fn judge(cfg: &FakeProviderArgs, batch_id: &str, request: &BatchRequest) -> Item
         output_tokens: estimate_tokens(&content),
         content: content.into(),
     }
+}
+
+/// Sends a create's reply after `batch_create_delay_ms`: the batch exists meanwhile, so a
+/// client that timed out and asks again must find it rather than create it twice.
+pub(crate) async fn reply_to_create(cfg: &FakeProviderArgs, reply: Response) -> Response {
+    if cfg.batch_create_delay_ms > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(cfg.batch_create_delay_ms)).await;
+    }
+    reply
 }
 
 /// A stable id seed for the `n`th result of a batch (its message or completion id).

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::openai_files::{errors_json, no_such_file, render_results, File, FileContent};
-use super::{Batch, Final, Phase};
+use super::{reply_to_create, Batch, Final, Phase};
 use crate::clock::now_unix_ms;
 use crate::openai::{bad_request, check_auth, error_body};
 use crate::state::{base62, FakeProvider};
@@ -87,8 +87,11 @@ pub async fn create(
         fp.batches().ledger().count_batch(Provider::OpenAi);
     }
     let batch = fp.batches().insert(batch);
-    let mut batch = batch.lock().unwrap_or_else(|e| e.into_inner());
-    ok(batch_json(&fp, &mut batch, now_unix_ms()))
+    let reply = {
+        let mut batch = batch.lock().unwrap_or_else(|e| e.into_inner());
+        ok(batch_json(&fp, &mut batch, now_unix_ms()))
+    };
+    reply_to_create(&cfg, reply).await
 }
 
 /// `GET /v1/batches/{id}`.

@@ -55,11 +55,17 @@ impl RedisStore {
         Ok(out)
     }
 
-    async fn list(&self, key: &str, count: isize) -> Result<Vec<String>> {
+    /// `count` entries of a list from `start` (count 0: to its end).
+    async fn list(&self, key: &str, start: usize, count: usize) -> Result<Vec<String>> {
+        let stop = if count == 0 {
+            -1
+        } else {
+            (start + count) as isize - 1
+        };
         redis::cmd("LRANGE")
             .arg(key)
-            .arg(0)
-            .arg(count - 1)
+            .arg(start)
+            .arg(stop)
             .query_async(&mut self.conn.clone())
             .await
             .map_err(cmd_err("LRANGE", key))
@@ -78,6 +84,7 @@ impl RedisStore {
             .key(self.part(run, "answers"))
             .key(&parked)
             .key(self.keys.batch_runs())
+            .key(self.part(run, "providers"))
             .arg(run)
             .arg(index)
             .arg(message)
@@ -339,11 +346,12 @@ impl BatchStore for RedisStore {
         &'a self,
         run: &'a str,
         provider: &'a str,
+        start: usize,
         count: usize,
     ) -> BoxFuture<'a, std::result::Result<Vec<Queued>, StoreError>> {
         Box::pin(async move {
             let key = self.part(run, &format!("pending:{provider}"));
-            let cids = seam(self.list(&key, count as isize).await)?;
+            let cids = seam(self.list(&key, start, count).await)?;
             seam(self.lines_of(run, cids).await)
         })
     }
@@ -358,13 +366,24 @@ impl BatchStore for RedisStore {
         Box::pin(async move { seam(self.collect_batch(run, holder, count, record).await) })
     }
 
+    fn batch_cids<'a>(
+        &'a self,
+        run: &'a str,
+        n: u64,
+    ) -> BoxFuture<'a, std::result::Result<Vec<String>, StoreError>> {
+        Box::pin(async move { seam(self.list(&self.part(run, &format!("cids:{n}")), 0, 0).await) })
+    }
+
     fn batch_questions<'a>(
         &'a self,
         run: &'a str,
         n: u64,
+        start: usize,
+        count: usize,
     ) -> BoxFuture<'a, std::result::Result<Vec<Queued>, StoreError>> {
         Box::pin(async move {
-            let cids = seam(self.list(&self.part(run, &format!("cids:{n}")), 0).await)?;
+            let key = self.part(run, &format!("cids:{n}"));
+            let cids = seam(self.list(&key, start, count).await)?;
             seam(self.lines_of(run, cids).await)
         })
     }

@@ -34,8 +34,10 @@ impl Keys {
     }
 
     /// Every key of a run that the retention TTL applies to, in the order the status script
-    /// expects: run, spec, results, counts, failed, summary, scenarios.
-    pub(crate) fn run_keys(&self, id: &str) -> [String; 7] {
+    /// expects: run, spec, results, counts, failed, summary, scenarios, then batch mode's
+    /// questions, answers, parked, batches, next and providers (the script finds the batches'
+    /// custom_id lists and the providers' pending lists from the last two).
+    pub(crate) fn run_keys(&self, id: &str) -> [String; 13] {
         [
             self.run(id),
             self.run_part(id, "spec"),
@@ -44,6 +46,12 @@ impl Keys {
             self.run_part(id, "failed"),
             self.run_part(id, "summary"),
             self.run_part(id, "scenarios"),
+            self.batch_part(id, "questions"),
+            self.batch_part(id, "answers"),
+            self.batch_part(id, "parked"),
+            self.batch_part(id, "batches"),
+            self.batch_part(id, "next"),
+            self.batch_part(id, "providers"),
         ]
     }
 
@@ -68,7 +76,7 @@ impl Keys {
     }
 
     /// `run:{id}:batch:<part>`: batch mode's state of a run (questions, answers, parked,
-    /// batches, next, `pending:<provider>`, `cids:<n>`).
+    /// batches, next, providers, `pending:<provider>`, `cids:<n>`).
     pub(crate) fn batch_part(&self, id: &str, part: &str) -> String {
         format!("{}run:{id}:batch:{part}", self.prefix)
     }
@@ -117,5 +125,7 @@ mod tests {
         assert_eq!(k.batch_runs(), "evalfleet:batch:runs");
         assert_eq!(k.run_keys("x")[5], "evalfleet:run:x:summary");
         assert_eq!(k.run_keys("x")[6], "evalfleet:run:x:scenarios");
+        assert_eq!(k.run_keys("x")[7], "evalfleet:run:x:batch:questions");
+        assert_eq!(k.run_keys("x")[12], "evalfleet:run:x:batch:providers");
     }
 }

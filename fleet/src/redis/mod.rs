@@ -16,7 +16,7 @@
 //! | `run:{id}:scenarios` | hash | SHA-256 digest → log-analysis scenario JSON (stored once per run) |
 //! | `run:{id}:report_lock` | string | owner of the report being written (PX) |
 //! | `run:{id}:batch:questions` | hash | batch mode: custom_id → batch line (blanked once its batch is at the provider) |
-//! | `run:{id}:batch:pending:<provider>` | list | custom_ids waiting for a batch |
+//! | `run:{id}:batch:pending:<provider>` / `:providers` | list / set | custom_ids waiting for a batch / the providers with such a list |
 //! | `run:{id}:batch:answers` | hash | custom_id → result JSON |
 //! | `run:{id}:batch:parked` | hash | index → awaited custom_ids and the example's message |
 //! | `run:{id}:batch:batches` / `:next` / `:cids:<n>` | hash / counter / list | batch records, their numbering, their custom_ids |

@@ -28,13 +28,14 @@ use evalfleet_shared::store::StoreError;
 use super::{crash_point, Seen};
 use crate::judge::batch::{error_kind, errored, persist, BatcherOptions, FIND_SCAN, IDLE};
 use crate::judge::provider::batch::{
-    framing_bytes, BatchItem, BatchState, BatchStatus, Shape, Sought,
+    framing_bytes, now_ms, BatchBody, BatchItem, BatchState, BatchStatus, BodyWriter, Shape, Sought,
 };
 use crate::judge::provider::ProviderClient;
 use crate::metrics::metrics;
 
-/// How many examples one release re-enqueues at a time.
-const RELEASE_SLICE: usize = 1000;
+/// How many questions or examples one store call reads or writes: a batch of 100,000 goes
+/// through in pages, so the coordinator holds one page at a time.
+const SLICE: usize = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StepError {
@@ -46,6 +47,8 @@ pub(crate) enum StepError {
     Call(String),
     #[error("this worker lost the coordinator lease")]
     LeaseLost,
+    #[error("spooling a batch body to a temporary file: {0}")]
+    Spool(#[from] std::io::Error),
 }
 
 /// What a coordinator remembers between ticks of one run and provider. Losing it costs calls,
@@ -153,55 +156,67 @@ impl<Q: WorkQueue> Step<'_, Q> {
         if !due {
             return Ok(());
         }
-        let mut head = self
-            .store
-            .pending(self.run, &self.options.provider, max_requests)
-            .await?;
+        // The head of the queue, page by page, into a batch body on disk, up to the limits.
+        let mut body = BodyWriter::new(api)?;
         let mut bytes = 0;
-        let mut count = 0;
-        for (i, (_, line)) in head.iter().enumerate() {
-            if bytes + line.len() + framing_bytes(api, i + 1) > max_bytes {
+        let mut oversize = None;
+        'pages: while body.requests() < max_requests {
+            let want = SLICE.min(max_requests - body.requests());
+            let page = self
+                .store
+                .pending(self.run, &self.options.provider, body.requests(), want)
+                .await?;
+            let last = page.len() < want;
+            for (cid, line) in page {
+                if bytes + line.len() + framing_bytes(api, body.requests() + 1) > max_bytes {
+                    if body.requests() == 0 {
+                        oversize = Some((cid, line.len()));
+                    }
+                    break 'pages;
+                }
+                bytes += line.len();
+                body.push(&line)?;
+            }
+            if last {
                 break;
             }
-            bytes += line.len();
-            count = i + 1;
         }
         // A question larger than a whole batch may be goes alone, to be answered with an error.
-        let oversize = count == 0 && !head.is_empty();
-        head.truncate(count.max(1));
+        let count = body.requests().max(usize::from(oversize.is_some()));
+        if count == 0 {
+            return Ok(());
+        }
         let record = BatchRecord {
             provider: self.options.provider.clone(),
             tag: format!("{}-{:016x}", self.options.tag, rand::random::<u64>()),
             phase: BatchPhase::Collected,
-            requests: head.len() as u64,
+            requests: count as u64,
             collected_ms: now_ms(),
             provider_id: None,
             provider_status: None,
         };
         let Some(n) = self
             .store
-            .collect(self.run, self.holder, head.len(), &record)
+            .collect(self.run, self.holder, count, &record)
             .await?
         else {
             return Ok(());
         };
         progress.pending = None;
         tracing::info!(run = self.run, provider = %record.provider, batch = n, requests = record.requests, "collected a batch");
-        if oversize {
+        if let Some((cid, len)) = oversize {
             let reason = format!(
-                "the request is {} bytes, more than a whole batch may hold ({max_bytes}, \
-                 judges.batch.max_bytes)",
-                head[0].1.len()
+                "the request is {len} bytes, more than a whole batch may hold ({max_bytes}, \
+                 judges.batch.max_bytes)"
             );
-            let cids: Vec<String> = head.into_iter().map(|(c, _)| c).collect();
             let item = BatchItem::Errored {
                 reason,
                 retryable: false,
             };
-            return self.answer_all(n, record, &cids, &item).await;
+            return self.answer_all(n, record, &[cid], &item).await;
         }
         progress.fresh.insert(n);
-        self.submit(n, record, Some(head), progress).await
+        self.submit(n, record, Some(body.finish()?), progress).await
     }
 
     /// Creates a collected batch at the provider — unless it is there already.
@@ -209,7 +224,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
         &self,
         n: u64,
         mut rec: BatchRecord,
-        questions: Option<Vec<(String, Vec<u8>)>>,
+        body: Option<BatchBody>,
         progress: &mut Progress,
     ) -> Result<(), StepError> {
         let found = if progress.fresh.remove(&n) {
@@ -223,20 +238,19 @@ impl<Q: WorkQueue> Step<'_, Q> {
                 status
             }
             None => {
-                let questions = match questions {
-                    Some(q) => q,
-                    None => self.store.batch_questions(self.run, n).await?,
+                let body = match body {
+                    Some(body) => body,
+                    None => self.spool(n).await?,
                 };
                 crash_point("batch-collected");
-                let lines: Vec<&[u8]> = questions.iter().map(|(_, l)| l.as_slice()).collect();
                 let tag = rec.tag.clone();
-                match persist(self.options, || self.client.create_batch(&lines, &tag)).await {
+                match persist(self.options, || self.client.create_batch(&body, &tag)).await {
                     Ok(status) => status,
                     // It may exist: the next tick looks for it before creating it again.
                     Err(e) if e.retryable() => return Err(StepError::Call(e.reason())),
                     Err(e) => {
                         tracing::warn!(run = self.run, batch = n, error = %e.reason(), "the provider refused the batch");
-                        let cids: Vec<String> = questions.into_iter().map(|(c, _)| c).collect();
+                        let cids = self.cids(n).await?;
                         return self.answer_all(n, rec, &cids, &errored(&e)).await;
                     }
                 }
@@ -324,8 +338,10 @@ impl<Q: WorkQueue> Step<'_, Q> {
                 Ok(())
             }
             BatchState::Ended => {
+                // A download that fails is tried again at the pace of the polls.
+                self.download(n, rec, &status).await?;
                 progress.polls.remove(&n);
-                self.download(n, rec, &status).await
+                Ok(())
             }
             BatchState::Failed(why) => {
                 progress.polls.remove(&n);
@@ -340,8 +356,8 @@ impl<Q: WorkQueue> Step<'_, Q> {
         }
     }
 
-    /// Stores an ended batch's results (a request missing from them is retryable), then
-    /// releases its examples.
+    /// Stores an ended batch's results as they download, a page at a time (a request missing
+    /// from them is retryable), then releases its examples.
     async fn download(
         &self,
         n: u64,
@@ -350,35 +366,36 @@ impl<Q: WorkQueue> Step<'_, Q> {
     ) -> Result<(), StepError> {
         let m = metrics();
         let provider = self.options.provider.as_str();
-        let results = persist(self.options, || self.client.batch_results(status))
-            .await
-            .map_err(|e| StepError::Call(e.reason()))?;
-        let mut results: HashMap<String, BatchItem> = results.into_iter().collect();
-        let mut answers = Vec::with_capacity(results.len());
-        for cid in self.cids(n).await? {
-            let item = results.remove(&cid).unwrap_or_else(|| BatchItem::Errored {
-                reason: "missing from the batch's results".into(),
-                retryable: true,
-            });
-            let kind = match &item {
-                BatchItem::Errored { reason, .. } if reason.starts_with("missing") => {
-                    Some("missing")
-                }
-                other => error_kind(other),
-            };
+        let count_error = |kind: Option<&str>| {
             if let Some(kind) = kind {
                 m.batch_request_errors
                     .with_label_values(&[provider, kind])
                     .inc();
             }
-            answers.push((cid, to_json(&item)));
-        }
-        for (i, slice) in answers.chunks(RELEASE_SLICE).enumerate() {
-            self.store.put_answers(self.run, slice).await?;
-            if i == 0 {
-                crash_point("batch-downloading");
+        };
+        let mut unanswered: HashSet<String> = self.cids(n).await?.into_iter().collect();
+        let mut page = Answers::new(self);
+        let mut results = self.client.batch_results(status);
+        while let Some((cid, item)) = results
+            .next()
+            .await
+            .map_err(|e| StepError::Call(e.reason()))?
+        {
+            // Only this batch's questions, each once.
+            if unanswered.remove(&cid) {
+                count_error(error_kind(&item));
+                page.push(cid, &item).await?;
             }
         }
+        let missing = BatchItem::Errored {
+            reason: "missing from the batch's results".into(),
+            retryable: true,
+        };
+        for cid in unanswered {
+            count_error(Some("missing"));
+            page.push(cid, &missing).await?;
+        }
+        page.flush().await?;
         m.batches_finished
             .with_label_values(&[provider, "ended"])
             .inc();
@@ -399,7 +416,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
         let json = to_json(item);
         let answers: Vec<(String, String)> =
             cids.iter().map(|c| (c.clone(), json.clone())).collect();
-        for slice in answers.chunks(RELEASE_SLICE) {
+        for slice in answers.chunks(SLICE) {
             self.store.put_answers(self.run, slice).await?;
         }
         metrics()
@@ -426,7 +443,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
             .collect();
         let indexes: Vec<u64> = indexes.into_iter().collect();
         let mut released = 0;
-        for slice in indexes.chunks(RELEASE_SLICE) {
+        for slice in indexes.chunks(SLICE) {
             let ready = self.store.ready(self.run, slice).await?;
             let messages: Vec<Message> = ready
                 .iter()
@@ -478,13 +495,65 @@ impl<Q: WorkQueue> Step<'_, Q> {
     }
 
     async fn cids(&self, n: u64) -> Result<Vec<String>, StepError> {
-        Ok(self
+        Ok(self.store.batch_cids(self.run, n).await?)
+    }
+
+    /// Batch `n`'s body, spooled from the store page by page (for a create after a crash).
+    async fn spool(&self, n: u64) -> Result<BatchBody, StepError> {
+        let mut body = BodyWriter::new(self.options.api)?;
+        loop {
+            let page = self
+                .store
+                .batch_questions(self.run, n, body.requests(), SLICE)
+                .await?;
+            let last = page.len() < SLICE;
+            for (_, line) in &page {
+                body.push(line)?;
+            }
+            if last {
+                return Ok(body.finish()?);
+            }
+        }
+    }
+}
+
+/// Downloaded results on their way to the store, a page at a time.
+struct Answers<'s, 'a, Q: WorkQueue> {
+    step: &'s Step<'a, Q>,
+    page: Vec<(String, String)>,
+    first: bool,
+}
+
+impl<'s, 'a, Q: WorkQueue> Answers<'s, 'a, Q> {
+    fn new(step: &'s Step<'a, Q>) -> Self {
+        Answers {
+            step,
+            page: Vec::with_capacity(SLICE),
+            first: true,
+        }
+    }
+
+    async fn push(&mut self, cid: String, item: &BatchItem) -> Result<(), StoreError> {
+        self.page.push((cid, to_json(item)));
+        if self.page.len() == SLICE {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), StoreError> {
+        if self.page.is_empty() {
+            return Ok(());
+        }
+        self.step
             .store
-            .batch_questions(self.run, n)
-            .await?
-            .into_iter()
-            .map(|(c, _)| c)
-            .collect())
+            .put_answers(self.step.run, &self.page)
+            .await?;
+        self.page.clear();
+        if std::mem::take(&mut self.first) {
+            crash_point("batch-downloading");
+        }
+        Ok(())
     }
 }
 
@@ -495,8 +564,4 @@ fn progress_word(status: &BatchStatus) -> String {
 
 fn to_json(item: &BatchItem) -> String {
     serde_json::to_string(item).unwrap_or_else(|_| "\"canceled\"".into())
-}
-
-fn now_ms() -> u64 {
-    jiff::Timestamp::now().as_millisecond().max(0) as u64
 }

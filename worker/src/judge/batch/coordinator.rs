@@ -3,7 +3,7 @@
 //! doubling wait, download — to the answer of every request in it. Batches run concurrently;
 //! the loop ends when no handle can send more and every batch has answered.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -14,7 +14,9 @@ use tokio::task::JoinSet;
 
 use super::pack::{Fit, Pack};
 use super::{BatcherOptions, Waiting};
-use crate::judge::provider::batch::{BatchItem, BatchState, BatchStatus, Sought};
+use crate::judge::provider::batch::{
+    now_ms, BatchBody, BatchItem, BatchState, BatchStatus, Shape, Sought,
+};
 use crate::judge::provider::{CallError, ProviderClient};
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
@@ -108,12 +110,16 @@ fn send(
     ));
 }
 
-/// The submission times of this process's running batches, for the "oldest running batch"
-/// gauge the stuck-batch alert watches.
+/// This process's batches at one provider: the submission times of the running ones, for the
+/// "oldest running batch" gauge the stuck-batch alert watches, and the provider ids of those
+/// it created.
 #[derive(Default)]
 pub(super) struct Running {
     submitted: Mutex<BTreeMap<u64, f64>>,
     next: AtomicU64,
+    /// Creates are made one at a time under this lock, so that a create retried after a
+    /// timeout, looking for the batch it may have made, knows every other batch of ours.
+    created: tokio::sync::Mutex<HashSet<String>>,
 }
 
 impl Running {
@@ -162,7 +168,7 @@ async fn see_through(
     in_batches.add(waiting.len() as i64);
     let slot = running.start(provider);
     let tag = format!("{}-{slot}", options.tag);
-    let outcome = run_batch(&client, &options, &tag, &waiting).await;
+    let outcome = run_batch(&client, &options, &tag, &waiting, &running).await;
     running.end(provider, slot);
     in_batches.sub(waiting.len() as i64);
     let state = match &outcome {
@@ -215,25 +221,45 @@ async fn run_batch(
     options: &BatcherOptions,
     tag: &str,
     waiting: &[Waiting],
+    running: &Running,
 ) -> Result<Vec<(String, BatchItem)>, BatchItem> {
     let m = metrics();
     let provider = options.provider.as_str();
+    let lines: Vec<&[u8]> = waiting.iter().map(|w| w.line.as_slice()).collect();
+    let body = BatchBody::of(options.api, &lines).map_err(|e| BatchItem::Errored {
+        reason: format!("cannot spool the batch body to a temporary file: {e}"),
+        retryable: true,
+    })?;
+    drop(lines);
     let open = m.batches.with_label_values(&[provider, "submitting"]);
     open.inc();
-    let lines: Vec<&[u8]> = waiting.iter().map(|w| w.line.as_slice()).collect();
-    // A create that timed out may have created the batch: before trying again, look for it
-    // by its tag (OpenAI; Anthropic batches carry no tag, see DECISIONS.md).
+    // A create that timed out may have created the batch: before trying again, look for it,
+    // by its tag (OpenAI) or its shape (Anthropic batches carry no tag): created since, with
+    // as many requests, and none of ours.
+    let mut created_ids = running.created.lock().await;
+    let shape = Shape {
+        collected_ms: now_ms(),
+        requests: waiting.len() as u64,
+        known: &created_ids,
+    };
     let tries = AtomicU64::new(0);
     let created = persist(options, || async {
         if tries.fetch_add(1, Ordering::Relaxed) > 0 {
-            let sought = Sought { tag, shape: None };
+            let sought = Sought {
+                tag,
+                shape: Some(shape),
+            };
             if let Some(found) = client.find_batch(&sought, FIND_SCAN).await? {
                 return Ok(found);
             }
         }
-        client.create_batch(&lines, tag).await
+        client.create_batch(&body, tag).await
     })
     .await;
+    if let Ok(status) = &created {
+        created_ids.insert(status.id.clone());
+    }
+    drop(created_ids);
     open.dec();
     let mut status = created.map_err(|e| errored(&e))?;
     tracing::info!(provider, batch = %status.id, requests = waiting.len(), "batch submitted");
@@ -243,9 +269,16 @@ async fn run_batch(
     running.dec();
     ended?;
     tracing::info!(provider, batch = %status.id, "batch ended; downloading its results");
-    persist(options, || client.batch_results(&status))
-        .await
-        .map_err(|e| errored(&e))
+    persist(options, || async {
+        let mut results = client.batch_results(&status);
+        let mut all = Vec::with_capacity(waiting.len());
+        while let Some(result) = results.next().await? {
+            all.push(result);
+        }
+        Ok(all)
+    })
+    .await
+    .map_err(|e| errored(&e))
 }
 
 /// Polls until the batch ended, waiting `poll_s`, doubling up to `max_poll_s`. A status call

@@ -9,10 +9,12 @@
 //! live calls, so a reply means the same whichever way it came.
 
 use evalfleet_shared::config::Api;
-use reqwest::header::{HeaderMap, AUTHORIZATION};
+use reqwest::header::AUTHORIZATION;
 use serde::Serialize;
 use serde_json::Value;
 
+pub use super::batch_body::{framing_bytes, BatchBody, BodyWriter};
+pub use super::batch_results::BatchResults;
 use super::error::clean;
 use super::{
     anthropic, classify_error, openai, CallError, ChatRequest, ProviderClient, TokenUsage,
@@ -30,6 +32,7 @@ pub struct Sought<'a> {
 }
 
 /// What is known of an Anthropic batch before its id is.
+#[derive(Clone, Copy)]
 pub struct Shape<'a> {
     /// When its questions were collected (unix ms): it was created after.
     pub collected_ms: u64,
@@ -37,6 +40,11 @@ pub struct Shape<'a> {
     pub requests: u64,
     /// Ids of batches already recorded: not it.
     pub known: &'a std::collections::HashSet<String>,
+}
+
+/// The time [`Shape::collected_ms`] is in: unix milliseconds.
+pub(crate) fn now_ms() -> u64 {
+    jiff::Timestamp::now().as_millisecond().max(0) as u64
 }
 
 enum Match {
@@ -115,44 +123,9 @@ pub fn encode_line(api: Api, custom_id: &str, request: &ChatRequest<'_>) -> Vec<
     line.unwrap_or_default()
 }
 
-/// The bytes a batch of encoded lines is sent as, beyond the lines themselves.
-pub fn framing_bytes(api: Api, lines: usize) -> usize {
-    match api {
-        // A newline after each line.
-        Api::Openai => lines,
-        // `{"requests":[` + commas + `]}`.
-        Api::Anthropic => 13 + lines.saturating_sub(1) + 2,
-    }
-}
-
-pub(super) fn batch_body<L: AsRef<[u8]>>(api: Api, lines: &[L]) -> Vec<u8> {
-    let size =
-        lines.iter().map(|l| l.as_ref().len()).sum::<usize>() + framing_bytes(api, lines.len());
-    let mut body = Vec::with_capacity(size);
-    match api {
-        Api::Openai => {
-            for line in lines {
-                body.extend_from_slice(line.as_ref());
-                body.push(b'\n');
-            }
-        }
-        Api::Anthropic => {
-            body.extend_from_slice(b"{\"requests\":[");
-            for (i, line) in lines.iter().enumerate() {
-                if i > 0 {
-                    body.push(b',');
-                }
-                body.extend_from_slice(line.as_ref());
-            }
-            body.extend_from_slice(b"]}");
-        }
-    }
-    body
-}
-
 impl ProviderClient {
     /// The batch API's base: `{base_url}` for OpenAI (`…/v1`), `…/v1/messages` for Anthropic.
-    fn batch_url(&self, path: &str) -> String {
+    pub(super) fn batch_url(&self, path: &str) -> String {
         match self.api {
             Api::Openai => {
                 let base = self.endpoint.trim_end_matches("/chat/completions");
@@ -172,7 +145,10 @@ impl ProviderClient {
     }
 
     /// Sends a request; a non-2xx answer becomes the [`CallError`] a live call would get.
-    async fn send(&self, builder: reqwest::RequestBuilder) -> Result<reqwest::Response, CallError> {
+    pub(super) async fn send(
+        &self,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, CallError> {
         let response = self
             .authed(builder)
             .send()
@@ -197,27 +173,26 @@ impl ProviderClient {
         })
     }
 
-    /// Submits encoded lines as one batch tagged `tag` (OpenAI: `metadata.evalfleet_tag`, so
+    /// Submits a batch body as one batch tagged `tag` (OpenAI: `metadata.evalfleet_tag`, so
     /// [`Self::find_batch`] can find it again), and returns its status.
-    pub async fn create_batch<L: AsRef<[u8]>>(
+    pub async fn create_batch(
         &self,
-        lines: &[L],
+        body: &BatchBody,
         tag: &str,
     ) -> Result<BatchStatus, CallError> {
-        self.create(lines, tag)
+        self.create(body, tag)
             .await
             .map_err(|e| e.scrub(&self.api_key))
     }
 
-    async fn create<L: AsRef<[u8]>>(
-        &self,
-        lines: &[L],
-        tag: &str,
-    ) -> Result<BatchStatus, CallError> {
-        let body = batch_body(self.api, lines);
+    async fn create(&self, body: &BatchBody, tag: &str) -> Result<BatchStatus, CallError> {
+        let spooled = body
+            .open()
+            .await
+            .map_err(|e| CallError::Local(format!("reading the spooled batch body: {e}")))?;
         let value = match self.api {
             Api::Openai => {
-                let part = reqwest::multipart::Part::bytes(body)
+                let part = reqwest::multipart::Part::stream_with_length(spooled, body.len())
                     .file_name(format!("{tag}.jsonl"))
                     .mime_str("application/jsonl")
                     .map_err(|e| CallError::Connect(e.to_string()))?;
@@ -241,7 +216,8 @@ impl ProviderClient {
                     .http
                     .post(self.batch_url(""))
                     .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(body);
+                    .header(reqwest::header::CONTENT_LENGTH, body.len())
+                    .body(spooled);
                 self.json(create).await?
             }
         };
@@ -352,81 +328,6 @@ impl ProviderClient {
         }
     }
 
-    /// Every request's result of an ended batch, by custom_id.
-    pub async fn batch_results(
-        &self,
-        status: &BatchStatus,
-    ) -> Result<Vec<(String, BatchItem)>, CallError> {
-        self.results(status)
-            .await
-            .map_err(|e| e.scrub(&self.api_key))
-    }
-
-    async fn results(&self, status: &BatchStatus) -> Result<Vec<(String, BatchItem)>, CallError> {
-        let mut items = Vec::with_capacity(status.total as usize);
-        match self.api {
-            Api::Openai => {
-                for file in [&status.output_file_id, &status.error_file_id]
-                    .into_iter()
-                    .flatten()
-                {
-                    let url = self.batch_url(&format!("/files/{file}/content"));
-                    let body = self.download(url).await?;
-                    for line in body.lines().filter(|l| !l.trim().is_empty()) {
-                        items.push(self.decode_openai(line).map_err(malformed)?);
-                    }
-                }
-            }
-            Api::Anthropic => {
-                let url = self.batch_url(&format!("/{}/results", status.id));
-                let body = self.download(url).await?;
-                for line in body.lines().filter(|l| !l.trim().is_empty()) {
-                    items.push(decode_anthropic(line).map_err(malformed)?);
-                }
-            }
-        }
-        Ok(items)
-    }
-
-    async fn download(&self, url: String) -> Result<String, CallError> {
-        let response = self.send(self.http.get(url)).await?;
-        response.text().await.map_err(|e| self.transport_error(e))
-    }
-
-    fn decode_openai(&self, line: &str) -> Result<(String, BatchItem), String> {
-        let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        let custom_id = str_field(&value, "custom_id")?.to_owned();
-        let item = match value["error"]["code"].as_str() {
-            Some("batch_expired") => BatchItem::Expired,
-            Some("batch_cancelled") => BatchItem::Canceled,
-            Some(code) => BatchItem::Errored {
-                reason: clean(&format!("{code}: {}", value["error"]["message"])),
-                retryable: true,
-            },
-            None => {
-                let response = &value["response"];
-                let status = response["status_code"].as_u64().unwrap_or(0) as u16;
-                let body = response["body"].to_string();
-                if status == 200 {
-                    match openai::parse_response(&body) {
-                        Ok((text, usage)) => BatchItem::Reply { text, usage },
-                        Err(m) => BatchItem::Errored {
-                            reason: clean(&format!("malformed response: {m}")),
-                            retryable: true,
-                        },
-                    }
-                } else {
-                    let error = classify_error(self.api, status, &HeaderMap::new(), &body);
-                    BatchItem::Errored {
-                        reason: error.reason(),
-                        retryable: error.retryable(),
-                    }
-                }
-            }
-        };
-        Ok((custom_id, item))
-    }
-
     /// A status document of either API as a [`BatchStatus`].
     fn status_of(&self, value: &Value) -> Result<BatchStatus, String> {
         let id = str_field(value, "id")?.to_owned();
@@ -470,48 +371,14 @@ impl ProviderClient {
     }
 }
 
-pub(super) fn decode_anthropic(line: &str) -> Result<(String, BatchItem), String> {
-    let value: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-    let custom_id = str_field(&value, "custom_id")?.to_owned();
-    let result = &value["result"];
-    let item = match result["type"].as_str() {
-        Some("succeeded") => match anthropic::parse_response(&result["message"].to_string()) {
-            Ok((text, usage)) => BatchItem::Reply { text, usage },
-            Err(m) => BatchItem::Errored {
-                reason: clean(&format!("malformed response: {m}")),
-                retryable: true,
-            },
-        },
-        Some("errored") => {
-            let kind = result
-                .pointer("/error/error/type")
-                .and_then(Value::as_str)
-                .unwrap_or("error");
-            let message = result
-                .pointer("/error/error/message")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            BatchItem::Errored {
-                reason: clean(&format!("{kind}: {message}")),
-                // The request itself is wrong: a later batch would fail the same way.
-                retryable: kind != "invalid_request_error",
-            }
-        }
-        Some("expired") => BatchItem::Expired,
-        Some("canceled") => BatchItem::Canceled,
-        other => return Err(format!("unknown result type {other:?}")),
-    };
-    Ok((custom_id, item))
-}
-
-fn str_field<'a>(value: &'a Value, key: &str) -> Result<&'a str, String> {
+pub(super) fn str_field<'a>(value: &'a Value, key: &str) -> Result<&'a str, String> {
     value[key]
         .as_str()
         .ok_or_else(|| format!("no '{key}' string"))
 }
 
 /// A batch document (status, result line) the client cannot read.
-fn malformed(e: impl std::fmt::Display) -> CallError {
+pub(super) fn malformed(e: impl std::fmt::Display) -> CallError {
     CallError::Malformed {
         status: 200,
         message: clean(&format!("batch document: {e}")),

@@ -5,6 +5,7 @@ use evalfleet_shared::config::Api;
 use serde_json::Value;
 
 use super::batch::*;
+use super::batch_results::decode_anthropic;
 use super::ChatRequest;
 use crate::judge::prompt::Prompt;
 
@@ -27,9 +28,12 @@ fn lines_are_framed_as_each_api_wants() {
             encode_line(api, "a", &request(&prompt)),
             encode_line(api, "b", &request(&prompt)),
         ];
-        let body = batch_body(api, &lines);
+        let spooled = BatchBody::of(api, &lines).unwrap();
+        let body = spooled.bytes();
         let content: usize = lines.iter().map(Vec::len).sum();
         assert_eq!(body.len(), content + framing_bytes(api, 2));
+        assert_eq!(spooled.len(), body.len() as u64);
+        assert_eq!(spooled.requests(), 2);
         match api {
             Api::Openai => {
                 let first: Value = serde_json::from_slice(&lines[0]).unwrap();

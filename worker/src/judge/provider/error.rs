@@ -58,6 +58,9 @@ pub enum CallError {
     /// A 2xx whose body is not the API's response shape.
     #[error("HTTP {status} malformed response: {message}")]
     Malformed { status: u16, message: String },
+    /// Nothing was sent: the request could not be made here (a spooled batch body unreadable).
+    #[error("{0}")]
+    Local(String),
 }
 
 impl CallError {
@@ -94,7 +97,7 @@ impl CallError {
             | CallError::Auth { status, .. }
             | CallError::Rejected { status, .. }
             | CallError::Malformed { status, .. } => Some(*status),
-            CallError::Timeout(_) | CallError::Connect(_) => None,
+            CallError::Timeout(_) | CallError::Connect(_) | CallError::Local(_) => None,
         }
     }
 
@@ -119,7 +122,8 @@ impl CallError {
             | CallError::Rejected { message, .. }
             | CallError::Malformed { message, .. }
             | CallError::Timeout(message)
-            | CallError::Connect(message) => message,
+            | CallError::Connect(message)
+            | CallError::Local(message) => message,
         };
         if secret.len() >= 8 && message.contains(secret) {
             *message = message.replace(secret, "<redacted>");

@@ -11,6 +11,8 @@
 
 mod anthropic;
 pub mod batch;
+mod batch_body;
+mod batch_results;
 #[cfg(test)]
 mod batch_tests;
 #[cfg(test)]
