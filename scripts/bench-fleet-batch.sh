@@ -11,25 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-100000}
-cargo build --release --quiet
-bin=$PWD/target/release/evalfleet
-work=$(mktemp -d)
-pids=()
-prefix="evalfleet-bench-batch-$$"
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  redis-cli --scan --pattern "$prefix:*" | xargs -r -n 500 redis-cli del >/dev/null || true
-  for q in examples dead; do rabbitmqctl delete_queue "$prefix.$q" >/dev/null 2>&1 || true; done
-  if [ -n "${BENCH_KEEP:-}" ]; then mkdir -p "$BENCH_KEEP" && cp "$work"/*.log "$work"/*.out "$BENCH_KEEP"/; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-export BENCH_KEY=sk-bench-0123456789abcdef
-port=18591
-
-"$bin" fake-provider --port $port --api-key "$BENCH_KEY" --batch-processing-ms 1000 > "$work/fake.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+. scripts/bench-lib.sh
+bench_init evalfleet-bench-batch 18591
+fake --batch-processing-ms 1000
 
 cat > "$work/config.yaml" <<YAML
 reports_dir: $work/reports
@@ -43,10 +27,8 @@ judges:
 YAML
 "$bin" generate support-judge -n "$n" --seed 31 --out "$work/data.jsonl"
 
-"$bin" --config "$work/config.yaml" aggregator --http-addr 127.0.0.1:18592 > "$work/agg.log" 2>&1 &
-pids+=($!); agg=$!
-"$bin" --config "$work/config.yaml" worker -j 256 --metrics-addr 127.0.0.1:18593 > "$work/worker.log" 2>&1 &
-pids+=($!); worker=$!
+role agg aggregator --http-addr 127.0.0.1:18592
+role worker worker -j 256 --metrics-addr 127.0.0.1:18593
 sleep 1
 
 # CPU seconds of each pid, space-separated, in the order given.
@@ -74,8 +56,7 @@ for _ in range(60):
     if now - last < 0.05:
         break
     last = now' "$@"; }
-peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
-procs="$worker $agg $(pgrep -o redis-server) $(pgrep -o beam.smp)"
+procs="$worker_pid $agg_pid $(pgrep -o redis-server) $(pgrep -o beam.smp)"
 
 for mode in live batch; do
   # Redis's memory, sampled each second, above its level when the mode starts: parked
@@ -88,7 +69,7 @@ for mode in live batch; do
    done) &
   sampler=$!
   # Peak RSS per mode: writing 5 to clear_refs resets a process's high-water mark.
-  for p in $worker $agg; do echo 5 > "/proc/$p/clear_refs"; done
+  for p in $worker_pid $agg_pid; do echo 5 > "/proc/$p/clear_refs"; done
   before=$(cpu_each $procs)
   t0=$(now)
   /usr/bin/time -f "%U %S" -o "$work/submit.time" \
@@ -98,7 +79,7 @@ for mode in live batch; do
   settle $procs
   after=$(cpu_each $procs)
   kill "$sampler"
-  echo "$(peak_kb "$worker") $(peak_kb "$agg")" > "$work/rss.$mode"
+  echo "$(peak_kb "$worker_pid") $(peak_kb "$agg_pid")" > "$work/rss.$mode"
   read -r su ss < <(tail -1 "$work/submit.time")
   echo "$mode $(python3 -c "print($t1 - $t0)") $before | $after | $su $ss" >> "$work/figures"
   grep -E "ok|failed" "$work/$mode.out" | head -3 || true

@@ -13,29 +13,10 @@
 #   usage: scripts/bench-fleet.sh [1|2|3 ...]     (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
+. scripts/bench-lib.sh
+bench_init evalfleet-bench 18571
 cargo build --release --quiet -p evalfleet-fleet --example broker_ceiling
-bin=$PWD/target/release/evalfleet
-work=$(mktemp -d)
-pids=()
-prefix="evalfleet-bench-$$"
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  redis-cli --scan --pattern "$prefix:*" | xargs -r -n 500 redis-cli del >/dev/null || true
-  for q in examples dead; do rabbitmqctl delete_queue "$prefix.$q" >/dev/null 2>&1 || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-export BENCH_KEY=sk-bench-0123456789abcdef
-port=18571
 
-fake() { # options...
-  "$bin" fake-provider --port $port --api-key "$BENCH_KEY" "$@" > "$work/fake.log" 2>&1 &
-  pids+=($!)
-  fake_pid=$!
-  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && return; sleep 0.1; done
-  echo "fake-provider did not start"; exit 1
-}
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
 
 config() { # rpm fleet_limits panel
@@ -51,14 +32,7 @@ judges:
 YAML
 }
 
-peak_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
-role() { # name args...
-  local name=$1; shift
-  "$bin" --config "$work/config.yaml" "$@" > "$work/$name.log" 2>&1 &
-  pids+=($!)
-  eval "${name}_pid=$!"
-}
 
 secs() { python3 -c "import time; print(time.time())"; }
 

@@ -18,12 +18,15 @@ use serde_json::{json, Value};
 const MODELS: [&str; 2] = ["gpt-4o", "claude-3-5-haiku-20241022"];
 const DIMS: [&str; 2] = ["relevance", "tone"];
 
-/// Judges at `fake` in batch mode, batches polled fast, sent after a short wait, at most
-/// `max_requests` requests each; leases of 2 s so that a takeover is quick.
-fn batch_fleet(fake: &FakeServer, max_requests: u32) -> Fleet {
+/// Judges at `fake` in batch mode, batches polled fast, sent after a short wait, with more
+/// `judges.batch` settings `batch` (e.g. `max_requests: 7`); leases of 2 s so that a takeover
+/// is quick. Eight attempts a question: with a fifth of the batch requests failing, a run of
+/// 80 questions would exhaust five attempts on one of them in one run out of 40.
+fn batch_fleet(fake: &FakeServer, batch: &str) -> Fleet {
     let cfg = LiveConfig {
+        max_attempts: 8,
         extra: format!(
-            "  mode: batch\n  batch: {{max_wait_s: 3, poll_s: 0.1, max_poll_s: 0.3, max_requests: {max_requests}}}\n"
+            "  mode: batch\n  batch: {{max_wait_s: 3, poll_s: 0.1, max_poll_s: 0.3, {batch}}}\n"
         ),
         ..LiveConfig::default()
     };
@@ -76,7 +79,7 @@ fn a_fleet_batch_run_scores_as_a_live_run_and_pays_each_request_once() {
     const N: usize = 60;
     let fake = fake(FakeProviderArgs::default());
     // At most 7 requests a batch: the run's 120 questions take many batches.
-    let mut fleet = batch_fleet(&fake, 7);
+    let mut fleet = batch_fleet(&fake, "max_requests: 7");
     fleet.worker("w1", 19701);
     fleet.worker("w2", 19702);
     fleet.aggregator("agg", 19710);
@@ -134,7 +137,7 @@ fn a_fleet_batch_run_scores_as_a_live_run_and_pays_each_request_once() {
 /// lease over and finishes the run.
 fn crash_at(step: &str, port: u16, n: usize, fake_args: FakeProviderArgs) {
     let fake = fake(fake_args);
-    let mut fleet = batch_fleet(&fake, 25);
+    let mut fleet = batch_fleet(&fake, "max_requests: 25");
     let run_id = format!("{}-crash", fleet.prefix);
     fleet.env.push(("EVALFLEET_CRASH_AT".into(), step.into()));
     fleet.worker("doomed", port);
@@ -208,10 +211,41 @@ fn a_coordinator_killed_mid_download_loses_and_repeats_nothing() {
 }
 
 #[test]
+fn fallback_live_answers_failed_batch_requests_once_each() {
+    const N: usize = 30;
+    // Every batch request comes back errored: each question is then asked live, once, though
+    // its example is evaluated twice (the live reply is kept with the batch results).
+    let fake = fake(FakeProviderArgs {
+        batch_error_rate: 1.0,
+        ..FakeProviderArgs::default()
+    });
+    let mut fleet = batch_fleet(&fake, "max_requests: 1000, fallback: live");
+    fleet.worker("w1", 19771);
+    fleet.worker("w2", 19772);
+    fleet.aggregator("agg", 19775);
+    let run_id = format!("{}-fallback", fleet.prefix);
+    submit(&fleet, N, &run_id);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, N as u64);
+    assert_eq!(report["totals"]["failed"], 0, "{}", report["failed"]);
+    assert_eq!(
+        assert_paid_once(&fake),
+        2 * N as u64,
+        "each question in a batch once"
+    );
+    let stats = fake.stats();
+    assert_eq!(
+        total(&stats),
+        2 * N as u64,
+        "each question live once: {stats}"
+    );
+}
+
+#[test]
 fn killing_a_worker_and_restarting_the_aggregator_mid_run_count_every_example_once() {
     const N: usize = 150;
     let fake = fake(FakeProviderArgs::default());
-    let mut fleet = batch_fleet(&fake, 20);
+    let mut fleet = batch_fleet(&fake, "max_requests: 20");
     fleet.worker("w1", 19741);
     fleet.worker("w2", 19742);
     fleet.aggregator("agg", 19750);
@@ -236,7 +270,7 @@ fn cancel_cancels_the_runs_provider_batches() {
         batch_processing_ms: 60_000,
         ..FakeProviderArgs::default()
     });
-    let mut fleet = batch_fleet(&fake, 1000);
+    let mut fleet = batch_fleet(&fake, "max_requests: 1000");
     fleet.worker("w1", 19761);
     let run_id = format!("{}-cancel", fleet.prefix);
     submit(&fleet, 20, &run_id);

@@ -12,6 +12,7 @@
 //! crash at any step — picks up where the store says the work is (`steps.rs`).
 
 mod lease;
+mod pages;
 mod steps;
 
 use std::collections::HashMap;

@@ -25,17 +25,14 @@ use evalfleet_shared::batch_store::{
 use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
 use evalfleet_shared::store::StoreError;
 
+use super::pages::{spool_batch, spool_head, to_json, Answers, Head, SLICE};
 use super::{crash_point, Seen};
 use crate::judge::batch::{error_kind, errored, persist, BatcherOptions, FIND_SCAN, IDLE};
 use crate::judge::provider::batch::{
-    framing_bytes, now_ms, BatchBody, BatchItem, BatchState, BatchStatus, BodyWriter, Shape, Sought,
+    now_ms, BatchBody, BatchItem, BatchState, BatchStatus, Shape, Sought,
 };
 use crate::judge::provider::ProviderClient;
 use crate::metrics::metrics;
-
-/// How many questions or examples one store call reads or writes: a batch of 100,000 goes
-/// through in pages, so the coordinator holds one page at a time.
-const SLICE: usize = 1000;
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StepError {
@@ -156,31 +153,14 @@ impl<Q: WorkQueue> Step<'_, Q> {
         if !due {
             return Ok(());
         }
-        // The head of the queue, page by page, into a batch body on disk, up to the limits.
-        let mut body = BodyWriter::new(api)?;
-        let mut bytes = 0;
-        let mut oversize = None;
-        'pages: while body.requests() < max_requests {
-            let want = SLICE.min(max_requests - body.requests());
-            let page = self
-                .store
-                .pending(self.run, &self.options.provider, body.requests(), want)
-                .await?;
-            let last = page.len() < want;
-            for (cid, line) in page {
-                if bytes + line.len() + framing_bytes(api, body.requests() + 1) > max_bytes {
-                    if body.requests() == 0 {
-                        oversize = Some((cid, line.len()));
-                    }
-                    break 'pages;
-                }
-                bytes += line.len();
-                body.push(&line)?;
-            }
-            if last {
-                break;
-            }
-        }
+        let Head { body, oversize } = spool_head(
+            self.store,
+            self.run,
+            &self.options.provider,
+            api,
+            (max_requests, max_bytes),
+        )
+        .await?;
         // A question larger than a whole batch may be goes alone, to be answered with an error.
         let count = body.requests().max(usize::from(oversize.is_some()));
         if count == 0 {
@@ -240,7 +220,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
             None => {
                 let body = match body {
                     Some(body) => body,
-                    None => self.spool(n).await?,
+                    None => spool_batch(self.store, self.run, n, self.options.api).await?,
                 };
                 crash_point("batch-collected");
                 let tag = rec.tag.clone();
@@ -374,7 +354,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
             }
         };
         let mut unanswered: HashSet<String> = self.cids(n).await?.into_iter().collect();
-        let mut page = Answers::new(self);
+        let mut page = Answers::new(self.store, self.run);
         let mut results = self.client.batch_results(status);
         while let Some((cid, item)) = results
             .next()
@@ -497,71 +477,9 @@ impl<Q: WorkQueue> Step<'_, Q> {
     async fn cids(&self, n: u64) -> Result<Vec<String>, StepError> {
         Ok(self.store.batch_cids(self.run, n).await?)
     }
-
-    /// Batch `n`'s body, spooled from the store page by page (for a create after a crash).
-    async fn spool(&self, n: u64) -> Result<BatchBody, StepError> {
-        let mut body = BodyWriter::new(self.options.api)?;
-        loop {
-            let page = self
-                .store
-                .batch_questions(self.run, n, body.requests(), SLICE)
-                .await?;
-            let last = page.len() < SLICE;
-            for (_, line) in &page {
-                body.push(line)?;
-            }
-            if last {
-                return Ok(body.finish()?);
-            }
-        }
-    }
-}
-
-/// Downloaded results on their way to the store, a page at a time.
-struct Answers<'s, 'a, Q: WorkQueue> {
-    step: &'s Step<'a, Q>,
-    page: Vec<(String, String)>,
-    first: bool,
-}
-
-impl<'s, 'a, Q: WorkQueue> Answers<'s, 'a, Q> {
-    fn new(step: &'s Step<'a, Q>) -> Self {
-        Answers {
-            step,
-            page: Vec::with_capacity(SLICE),
-            first: true,
-        }
-    }
-
-    async fn push(&mut self, cid: String, item: &BatchItem) -> Result<(), StoreError> {
-        self.page.push((cid, to_json(item)));
-        if self.page.len() == SLICE {
-            self.flush().await?;
-        }
-        Ok(())
-    }
-
-    async fn flush(&mut self) -> Result<(), StoreError> {
-        if self.page.is_empty() {
-            return Ok(());
-        }
-        self.step
-            .store
-            .put_answers(self.step.run, &self.page)
-            .await?;
-        self.page.clear();
-        if std::mem::take(&mut self.first) {
-            crash_point("batch-downloading");
-        }
-        Ok(())
-    }
 }
 
 /// How far the provider got, for `status`.
 fn progress_word(status: &BatchStatus) -> String {
     format!("{}/{} finished", status.finished, status.total)
-}
-
-fn to_json(item: &BatchItem) -> String {
-    serde_json::to_string(item).unwrap_or_else(|_| "\"canceled\"".into())
 }
