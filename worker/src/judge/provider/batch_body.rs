@@ -116,10 +116,13 @@ impl BatchBody {
         self.requests
     }
 
-    /// A fresh reader of the whole body, as a request body (one per attempt).
+    /// A fresh reader of the whole body, as a request body (one per attempt). It reads 1 MiB
+    /// at a time: each read of a file is a trip to tokio's blocking pool, and the default
+    /// 4 KiB would make 60,000 of them for a full Anthropic batch.
     pub(super) async fn open(&self) -> io::Result<reqwest::Body> {
         let file = tokio::fs::File::open(&self.path).await?;
-        Ok(reqwest::Body::from(file))
+        let chunks = tokio_util::io::ReaderStream::with_capacity(file, 1 << 20);
+        Ok(reqwest::Body::wrap_stream(chunks))
     }
 
     #[cfg(test)]
