@@ -118,6 +118,13 @@ fn fleet_report_equals_embedded_report() {
         "{}",
         status.stdout
     );
+    // The aggregator followed the run from its first result (while it was being submitted)
+    // and wrote the reports from what it folded, not by reading every record back.
+    let log = fleet.log("agg");
+    assert!(
+        log.contains("aggregates_rebuilt=false items_from_store=false"),
+        "{log}"
+    );
 }
 
 #[test]

@@ -42,7 +42,7 @@ pub trait Registry: Send + Sync {
 pub(crate) trait Observer {
     /// A running run's counts (for gauges and to learn its total).
     fn running(&mut self, meta: &RunMeta, counts: Counts);
-    /// A run that is not running (finished elsewhere, cancelled): no longer to be followed.
+    /// A finished run (complete or cancelled, maybe elsewhere): no longer to be followed.
     fn ended(&mut self, meta: &RunMeta);
 }
 
@@ -60,8 +60,10 @@ where
     Fut: Future<Output = Result<(), AggregatorError>>,
 {
     for meta in registry.runs().await? {
-        if meta.status != RunStatus::Running {
+        if meta.status.is_finished() {
             observer.ended(&meta);
+        }
+        if meta.status != RunStatus::Running {
             continue;
         }
         let counts = registry.counts(&meta.id).await?;
@@ -241,6 +243,7 @@ mod tests {
             meta("partial", RunStatus::Running, Some(3)),
             meta("submitting", RunStatus::Running, None),
             meta("complete", RunStatus::Complete, Some(3)),
+            meta("registering", RunStatus::Submitting, None),
         ];
         registry.counts.insert("done".into(), counts(3));
         registry.counts.insert("partial".into(), counts(2));

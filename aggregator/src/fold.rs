@@ -4,9 +4,11 @@
 //! it the records of the events stream.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use evalfleet_shared::aggregate::RunAggregator;
 use evalfleet_shared::record::ResultRecord;
+use evalfleet_shared::runs::RunStatus;
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::spill::Spill;
 
@@ -22,6 +24,8 @@ pub(crate) struct Tracked {
     /// A sweep was started early for this run because it looked complete (done only once, so
     /// a run another aggregator is finishing does not make every loop sweep).
     nudged: bool,
+    /// When a sweep first found every result stored while folding was behind.
+    behind_since: Option<Instant>,
     /// The folded records; None when the file could not be created or written (the report
     /// then reads the records from the store).
     kept: Option<Spill>,
@@ -46,6 +50,7 @@ impl Tracked {
             folded_count: 0,
             total: None,
             nudged: false,
+            behind_since: None,
             kept,
         }
     }
@@ -87,6 +92,12 @@ impl Tracked {
     }
 }
 
+/// Whether a run met in the events stream is to be followed: unless it is finished or unknown.
+/// A run being submitted is followed: its workers store results while the rest is published.
+pub(crate) fn worth_following(status: Option<RunStatus>) -> bool {
+    status.is_some_and(|s| !s.is_finished())
+}
+
 /// Every run this aggregator follows, by id.
 #[derive(Default)]
 pub(crate) struct Folding {
@@ -94,7 +105,7 @@ pub(crate) struct Folding {
     ended: Ended,
 }
 
-/// Runs recently finished or found not running: events of theirs that arrive late (a run is
+/// Runs recently finished: events of theirs that arrive late (a run is
 /// complete once its results are stored, which can be before their events are read) are not
 /// followed again, which would keep a run nobody reports in memory for good.
 #[derive(Default)]
@@ -124,15 +135,22 @@ impl Folding {
         self.runs.contains_key(run_id)
     }
 
-    /// Whether the run was finished or found not running lately: its events are not followed.
+    /// Whether the run was finished lately: its events are not followed.
     pub(crate) fn has_ended(&self, run_id: &str) -> bool {
         self.ended.ids.contains(run_id)
     }
 
-    /// Marks a run not running (it is not followed from now on).
+    /// Marks a run finished (it is not followed from now on).
     pub(crate) fn end(&mut self, run_id: &str) {
         self.runs.remove(run_id);
         self.ended.insert(run_id);
+    }
+
+    /// A run seen running again (`retry` reopened it): its events are followed again.
+    pub(crate) fn reopen(&mut self, run_id: &str) {
+        if self.ended.ids.remove(run_id) {
+            self.ended.order.retain(|id| id != run_id);
+        }
     }
 
     pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) {
@@ -163,6 +181,20 @@ impl Folding {
         let tracked = self.runs.remove(run_id);
         self.ended.insert(run_id);
         tracked
+    }
+
+    /// Whether to wait for folding to catch up before finishing `run_id`, whose `done` results
+    /// are all stored: its events are still being read, and reporting from what was folded
+    /// beats reading every record back from Redis. Waits at most `patience` (an aggregator
+    /// that missed events, after a restart or beside another one, never catches up).
+    pub(crate) fn lagging(&mut self, run_id: &str, done: u64, patience: Duration) -> bool {
+        let Some(t) = self.runs.get_mut(run_id) else {
+            return false;
+        };
+        if t.folded_count >= done {
+            return false;
+        }
+        t.behind_since.get_or_insert_with(Instant::now).elapsed() < patience
     }
 
     /// Whether some run has all its results folded since the last look.
@@ -230,11 +262,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn runs_are_followed_from_their_submission_until_they_finish() {
+        assert!(worth_following(Some(RunStatus::Submitting)));
+        assert!(worth_following(Some(RunStatus::Running)));
+        assert!(!worth_following(Some(RunStatus::Complete)));
+        assert!(!worth_following(Some(RunStatus::Cancelled)));
+        assert!(!worth_following(None));
+    }
+
+    #[test]
+    fn a_complete_run_waits_a_while_for_its_events() {
+        let mut f = Folding::default();
+        f.track("r", spec());
+        fold(&mut f, "r", &skipped(0));
+        let hour = Duration::from_secs(3600);
+        assert!(f.lagging("r", 2, hour), "one stored result not folded yet");
+        assert!(!f.lagging("r", 2, Duration::ZERO), "not past its patience");
+        fold(&mut f, "r", &skipped(1));
+        assert!(!f.lagging("r", 2, hour), "caught up");
+        assert!(!f.lagging("unknown", 2, hour));
+    }
+
+    #[test]
     fn ended_runs_are_remembered_up_to_a_bound() {
         let mut f = Folding::default();
         f.track("r", spec());
         f.end("r");
         assert!(!f.is_tracked("r") && f.has_ended("r"));
+        f.reopen("r");
+        assert!(!f.has_ended("r"), "reopened by retry");
+        f.end("r");
         for i in 0..Ended::KEEP {
             f.end(&format!("later{i}"));
         }

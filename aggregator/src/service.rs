@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use evalfleet_fleet::amqp::depth::QueueDepthReader;
-use evalfleet_fleet::redis::{Event, EventStream, RedisStore, RunItems, RunMeta, RunStatus};
+use evalfleet_fleet::redis::{Event, EventStream, RedisStore, RunItems, RunMeta};
 use evalfleet_shared::spec::RunSpec;
 use evalfleet_shared::store::Counts;
 
-use crate::fold::Folding;
+use crate::fold::{worth_following, Folding};
 use crate::metrics::metrics;
 use crate::report_writer::{write_run_reports, Written};
 use crate::{completion, gauges, queue_gauges, AggregatorError};
@@ -32,6 +32,9 @@ const READ_BATCH: usize = 512;
 /// How long results may gather after a short read before the next one. Folding is only
 /// behind by this much; completion does not wait for it (the last result nudges a sweep).
 const GATHER: Duration = Duration::from_millis(50);
+
+/// How long a complete run's report waits for its last events to be folded.
+const CATCH_UP: Duration = Duration::from_secs(2);
 
 /// The consumer group every aggregator joins.
 pub const GROUP: &str = "aggregators";
@@ -154,8 +157,8 @@ impl Aggregator {
             if !tracked {
                 // A late event of a run already finished (by us before a restart, or by
                 // another aggregator) is not followed again.
-                let running = self.store.run(&event.run_id).await?;
-                if running.is_none_or(|m| m.status != RunStatus::Running) {
+                let meta = self.store.run(&event.run_id).await?;
+                if !worth_following(meta.map(|m| m.status)) {
                     if let Some(mut f) = self.folding() {
                         f.end(&event.run_id);
                     }
@@ -203,9 +206,16 @@ impl Aggregator {
         .await
     }
 
-    /// Writes a complete run's reports and marks it complete.
+    /// Writes a complete run's reports and marks it complete (unless its events are still
+    /// being folded: a later sweep does it).
     async fn finish(&self, meta: RunMeta, total: u64, done: u64) -> Result<(), AggregatorError> {
         let run = meta.id.clone();
+        if self
+            .folding()
+            .is_some_and(|mut f| f.lagging(&run, done, CATCH_UP))
+        {
+            return Ok(());
+        }
         let report_err = |message: String| AggregatorError::Report {
             run: run.clone(),
             message,
@@ -273,13 +283,14 @@ impl Aggregator {
     }
 }
 
-/// What the aggregator does with what a sweep sees: run gauges and totals for running runs;
-/// runs that ended elsewhere are no longer followed.
+/// What the aggregator does with what a sweep sees: run gauges and totals for running runs
+/// (a run `retry` reopened is followed again); runs finished elsewhere are no longer followed.
 struct SweepObserver<'a>(&'a Aggregator);
 
 impl completion::Observer for SweepObserver<'_> {
     fn running(&mut self, meta: &RunMeta, counts: Counts) {
         if let Some(mut f) = self.0.folding() {
+            f.reopen(&meta.id);
             if let Some(total) = meta.total {
                 f.set_total(&meta.id, total);
             }

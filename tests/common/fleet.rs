@@ -236,8 +236,12 @@ impl Fleet {
         super::read_json(&out.join("report.json"))
     }
 
+    /// A process's log, without its terminal colours (fields read `key=value`).
     pub fn log(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(format!("{name}.log"))).unwrap_or_default()
+        let log = std::fs::read_to_string(self.dir.path().join(format!("{name}.log")))
+            .unwrap_or_default();
+        let colours = regex::Regex::new("\x1b\\[[0-9;]*m").expect("regex");
+        colours.replace_all(&log, "").into_owned()
     }
 
     /// Waits until `reports/<run>/report.json` exists.
