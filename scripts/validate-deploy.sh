@@ -354,7 +354,7 @@ for p in panels:
     g = p["gridPos"]
     if g["x"] + g["w"] > 24:
         problems.append(f"panel {p['title']!r} is wider than the grid")
-# The panels the design asks for (DESIGN.md §6), found by their queries.
+# The panels the design asks for (docs/DESIGN.md §6), found by their queries.
 required = {
     "throughput by outcome": r"sum by \(outcome\) \(rate\(evalfleet_examples_processed_total",
     "judge calls by provider and status": r"sum by \(provider, status\) \(rate\(evalfleet_judge_requests_total",
@@ -427,7 +427,7 @@ check "dashboard queries parse (promtool check rules)" promtool check rules "$pr
 log "metric names"
 pycheck "dashboard and alerts use only exported metrics" <<'PY'
 import json, re, sys, yaml
-# What evalfleet exports (DESIGN.md §6; worker on --metrics-addr, aggregator on --http-addr /metrics).
+# What evalfleet exports (docs/DESIGN.md §6; worker on --metrics-addr, aggregator on --http-addr /metrics).
 WORKER = {
     "evalfleet_examples_processed_total", "evalfleet_example_duration_seconds",
     "evalfleet_judge_requests_total", "evalfleet_judge_request_duration_seconds",

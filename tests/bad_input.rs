@@ -1,4 +1,4 @@
-//! Bad input never panics and never loses a record (DESIGN §8, §9): each malformed, mistyped,
+//! Bad input never panics and never loses a record (docs/DESIGN.md §8, §9): each malformed, mistyped,
 //! non-UTF-8, duplicate or oversized record is skipped with its 1-based line (JSONL) or 0-based
 //! index (JSON array) and the exact reason, the rest is evaluated, `validate` names each problem,
 //! and unusable input (no records, missing file, unknown suite, bad config, nothing valid) exits 2

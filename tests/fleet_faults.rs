@@ -1,4 +1,4 @@
-//! Infrastructure faults in fleet mode (DESIGN §3, §4, §8) on the real RabbitMQ and Redis:
+//! Infrastructure faults in fleet mode (docs/DESIGN.md §3, §4, §8) on the real RabbitMQ and Redis:
 //! a broker restart, a Redis restart, an aggregator killed mid-run, poison messages and two
 //! aggregators at once. Each run ends with exactly N results, none twice (the report's totals,
 //! its items in strictly increasing index order, and the Redis counts).

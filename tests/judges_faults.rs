@@ -1,7 +1,7 @@
 //! Live judges under injected provider faults, over real sockets: the `evalfleet` binary judges
 //! a small support-judge dataset (two answers per provider, so both judge clients are exercised)
 //! against the fake provider with a fault switched on through `POST /admin/config`, and every
-//! fault must end as designed (DESIGN §2.5): transient ones are retried until scored, invalid
+//! fault must end as designed (docs/DESIGN.md §2.5): transient ones are retried until scored, invalid
 //! replies leave the dimension `unscored` with the reason, and non-retryable or exhausted
 //! errors fail the example with the reason, the attempts and the last status.
 //!

@@ -1,4 +1,4 @@
-//! Observability against a live fleet on 127.0.0.1 (DESIGN §6: "every panel's query must return
+//! Observability against a live fleet on 127.0.0.1 (docs/DESIGN.md §6: "every panel's query must return
 //! data against a live fleet"): `fake-provider`, two `worker`s and an `aggregator` (real
 //! binaries, real RabbitMQ and Redis, queue depths from the management API) run a live-judged
 //! support-judge run while a real Prometheus server scrapes all four every second. Then:

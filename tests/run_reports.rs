@@ -1,7 +1,7 @@
 //! `evalfleet run` end to end on the bundled examples and the seed data: the four report files
 //! exist and agree with each other (report.json totals, summary.md, junit.xml), items keep dataset
 //! order, the exit code follows the run gates, and the suite-specific parts of report.json have
-//! the shape DESIGN §2.1–2.4 and §9 promise. `evalfleet validate` accepts the bundled datasets.
+//! the shape docs/DESIGN.md §2.1–2.4 and §9 promise. `evalfleet validate` accepts the bundled datasets.
 
 mod common;
 
@@ -13,7 +13,7 @@ use common::{
 };
 use serde_json::Value;
 
-/// The 14 `by_layer` keys of DESIGN §9.
+/// The 14 `by_layer` keys of docs/DESIGN.md §9.
 const LAYER_KEYS: [&str; 14] = [
     "l1_entity_link_f1",
     "l1_concept_map_f1",
@@ -31,7 +31,7 @@ const LAYER_KEYS: [&str; 14] = [
     "l5_relevance",
 ];
 
-/// The rag-layers gate tags in gate order (DESIGN §2.2): the tie-break of `top_fail_reasons`.
+/// The rag-layers gate tags in gate order (docs/DESIGN.md §2.2): the tie-break of `top_fail_reasons`.
 const RAG_GATE_ORDER: [&str; 10] = [
     "L1_mapping_fail",
     "L1_concept_fail",

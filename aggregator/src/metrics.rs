@@ -1,4 +1,4 @@
-//! The aggregator's Prometheus metrics (DESIGN §6). Run ids appear only on run-level gauges of
+//! The aggregator's Prometheus metrics (docs/DESIGN.md §6). Run ids appear only on run-level gauges of
 //! active runs, and those series are removed when the run finishes, so label sets stay bounded.
 
 use std::sync::OnceLock;

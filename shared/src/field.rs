@@ -1,5 +1,5 @@
 //! Reading a required string field of a dataset record, with the built-in suites' reasons
-//! (DESIGN §2.1, §9): `Missing 'f' field` when it is absent (a JSON null is present),
+//! (docs/DESIGN.md §2.1, §9): `Missing 'f' field` when it is absent (a JSON null is present),
 //! `'f' must be a string`, and — where the suite wants text — `'f' is empty` after trimming
 //! (Unicode whitespace). One rule, so every suite words it the same way.
 

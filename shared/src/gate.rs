@@ -1,7 +1,7 @@
 //! Per-item gates: one mechanism for every suite.
 //!
 //! A gate names a metric, a strict comparison and a threshold (a value equal to the threshold
-//! passes, DESIGN §2.2), an optional condition on the item's facts (`requires_kg: false`) and the
+//! passes, docs/DESIGN.md §2.2), an optional condition on the item's facts (`requires_kg: false`) and the
 //! tag it adds. A metric that is null — a judge that did not run — never trips its gate.
 
 use std::collections::BTreeMap;

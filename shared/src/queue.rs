@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::evaluate::Example;
 
-/// The message body of DESIGN §3, version 2: `{"v":2, "run_id", "index", "suite",
+/// The message body of docs/DESIGN.md §3, version 2: `{"v":2, "run_id", "index", "suite",
 /// "example": {...}}`, where `example` is the producer's typed [`Example`] (validated once, at
 /// submit) rather than the raw record of version 1; a log-analysis example names its scenario
 /// by digest.
@@ -31,7 +31,7 @@ pub struct Message {
 impl Message {
     pub const VERSION: u32 = 2;
 
-    /// `message_id` of DESIGN §3: `<run_id>/<index>`.
+    /// `message_id` of docs/DESIGN.md §3: `<run_id>/<index>`.
     pub fn message_id(&self) -> String {
         format!("{}/{}", self.run_id, self.index)
     }

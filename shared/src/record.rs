@@ -1,4 +1,4 @@
-//! The result record (DESIGN §2.4): one per example, identical in embedded and fleet mode.
+//! The result record (docs/DESIGN.md §2.4): one per example, identical in embedded and fleet mode.
 //!
 //! It is the unit everything downstream consumes — the store keeps it, the aggregator folds it,
 //! reports stream it — so it carries everything a report needs and nothing a report must not

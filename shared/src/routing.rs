@@ -1,7 +1,7 @@
 //! Which provider produced a response, from its model name.
 //!
 //! Cross-provider judging (OpenAI answers judged by Anthropic and the reverse) starts here. The
-//! rules are prefixes, matched case-insensitively on the trimmed name (DESIGN §9); the model
+//! rules are prefixes, matched case-insensitively on the trimmed name (docs/DESIGN.md §9); the model
 //! string itself is kept as given everywhere else.
 
 use serde::{Deserialize, Serialize};

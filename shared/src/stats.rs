@@ -1,5 +1,5 @@
 //! Streaming summary statistics: count, min, max, mean and variance in O(1) memory, so
-//! finishing a run of any size is immediate (DESIGN §5).
+//! finishing a run of any size is immediate (docs/DESIGN.md §5).
 //!
 //! Sums are kept exactly, in 128-bit fixed point (2^-40 resolution): integer addition is
 //! associative, so the result does not depend on the order results arrive in — a fleet run

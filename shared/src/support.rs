@@ -26,7 +26,7 @@ pub struct SupportExample {
     pub metadata: Map<String, Value>,
 }
 
-/// Validates one record (DESIGN §2.1, §9): each field in order must be present (a JSON null is
+/// Validates one record (docs/DESIGN.md §2.1, §9): each field in order must be present (a JSON null is
 /// present), a string, and non-empty after trimming; then the model's provider must be known.
 pub fn parse_example(value: &Value, rules: &ProviderRules) -> Result<SupportExample, String> {
     let Value::Object(obj) = value else {

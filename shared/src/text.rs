@@ -1,6 +1,6 @@
 //! Text normalisation shared by every suite.
 //!
-//! The metric definitions in DESIGN §2 and §9 hinge on small differences between normalisations
+//! The metric definitions in docs/DESIGN.md §2 and §9 hinge on small differences between normalisations
 //! (lowercase+trim for set matching, non-word → space for answers, non-alphanumeric splits for
 //! log words), so each one lives here once, under a name that says which rule it is.
 

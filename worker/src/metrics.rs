@@ -1,4 +1,4 @@
-//! The worker's Prometheus metrics (DESIGN §6): names, units and bounded labels — never an
+//! The worker's Prometheus metrics (docs/DESIGN.md §6): names, units and bounded labels — never an
 //! example id. One registry per process, served at `/metrics`; the judge and the consumer
 //! loops update it through [`metrics()`].
 

@@ -1,6 +1,6 @@
 //! Where the broker is and what the fleet's exchanges and queues are called.
 //!
-//! Every role derives the same names from one prefix (DESIGN §3: exchange `evalfleet`, queue
+//! Every role derives the same names from one prefix (docs/DESIGN.md §3: exchange `evalfleet`, queue
 //! `evalfleet.examples`, dead-letter exchange `evalfleet.dlx`, queue `evalfleet.dead`), so a
 //! producer, a worker and an aggregator configured alike always meet on the same queues, and a
 //! test can run a private copy of the topology under a unique prefix.

@@ -7,7 +7,7 @@
 //!
 //! Poison messages — bodies that are not a current (v2) [`Message`] — never reach the caller: they are
 //! rejected without requeue (so the quorum queue dead-letters them), logged with their
-//! `message_id`, and counted (DESIGN §3, §8).
+//! `message_id`, and counted (docs/DESIGN.md §3, §8).
 //!
 //! `stop()` cancels the subscription (`basic_cancel`) but keeps the channel open, so the
 //! deliveries already handed out can still be acked. The deliveries prefetched but not handed

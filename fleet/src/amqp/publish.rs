@@ -1,4 +1,4 @@
-//! Publishing with publisher confirms (DESIGN §3).
+//! Publishing with publisher confirms (docs/DESIGN.md §3).
 //!
 //! A batch is written whole and its confirms are then awaited together — one round trip per
 //! batch, not per message. Each message is persistent JSON with `message_id = <run_id>/<index>`,

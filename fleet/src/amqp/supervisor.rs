@@ -2,7 +2,7 @@
 //!
 //! lapin's own auto-recovery replays channels and consumers but cannot know what our
 //! unconfirmed publishes and unacked deliveries mean, and gives up after a fixed number of
-//! attempts. So recovery is ours (DESIGN §3): a background task watches the live [`Session`]
+//! attempts. So recovery is ours (docs/DESIGN.md §3): a background task watches the live [`Session`]
 //! (connection + confirm-mode publishing channel); when the broker goes away it withdraws the
 //! session, reconnects with exponential backoff and jitter (capped at 5 s, forever, until the
 //! last handle is dropped), re-declares the topology and publishes the new session under a new

@@ -1,4 +1,4 @@
-//! The fleet's exchanges and queues (DESIGN §3), declared idempotently by every role on every
+//! The fleet's exchanges and queues (docs/DESIGN.md §3), declared idempotently by every role on every
 //! (re)connection, so no role depends on another having started first and a broker that lost
 //! its definitions gets them back.
 //!

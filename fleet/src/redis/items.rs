@@ -1,6 +1,6 @@
 //! Streams a run's stored results back in dataset order for the report writers.
 //!
-//! Reports are written on plain threads (one per report file, DESIGN §5), so this uses blocking
+//! Reports are written on plain threads (one per report file, docs/DESIGN.md §5), so this uses blocking
 //! connections rather than the async manager: each `for_each_item` call takes a connection from
 //! a small pool (opening one if none is free), so the files stream concurrently. Results are
 //! read with HMGET in batches of [`BATCH`] indices, so memory holds one batch, never the run.

@@ -1,4 +1,4 @@
-//! The fleet's judge cache (DESIGN §2.5): a verdict for a (provider, model, prompt hash) key is
+//! The fleet's judge cache (docs/DESIGN.md §2.5): a verdict for a (provider, model, prompt hash) key is
 //! shared by every worker and survives them, so re-running an evaluation costs no judge calls.
 //! Entries expire after a TTL. A cache is never a reason to fail an example: errors are logged
 //! and read as a miss (or a skipped write).

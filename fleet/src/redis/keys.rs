@@ -1,4 +1,4 @@
-//! Key names, in one place: the Redis contract (DESIGN §4) is a set of key names that other
+//! Key names, in one place: the Redis contract (docs/DESIGN.md §4) is a set of key names that other
 //! processes (every worker, the aggregator, `evalfleet status`, operators with `redis-cli`)
 //! rely on, so they are spelled once here and nowhere else.
 //!

@@ -1,4 +1,4 @@
-//! A rate limit shared by the whole fleet (DESIGN §2.5): N workers together stay under one
+//! A rate limit shared by the whole fleet (docs/DESIGN.md §2.5): N workers together stay under one
 //! provider quota, and a 429 seen by one worker slows all of them down.
 //!
 //! The quota is a GCRA in Redis (`lua/gcra.lua`, timed by Redis's own clock). A worker takes a

@@ -1,7 +1,7 @@
-//! evalfleet's Redis adapter (DESIGN §4): the result store every worker writes to, the run
+//! evalfleet's Redis adapter (docs/DESIGN.md §4): the result store every worker writes to, the run
 //! registry, the events stream the aggregator tails, the fleet-wide rate limiter and the judge
 //! cache — everything the fleet shares, so that workers and aggregators stay stateless and any
-//! of them can be killed and restarted (DESIGN §8).
+//! of them can be killed and restarted (docs/DESIGN.md §8).
 //!
 //! Key layout (all under the configured prefix, default `evalfleet:`):
 //!

@@ -3,7 +3,7 @@
 //! `put` is one Lua script (`lua/put.lua`) keyed on the example's index: HSETNX the record, and
 //! only if it was new, count its outcome and XADD its event. Redis runs a script atomically, so a
 //! message redelivered after a worker crash (or delivered twice to two workers) is stored,
-//! counted and announced exactly once — DESIGN §8's "none is counted twice". Results a process
+//! counted and announced exactly once — docs/DESIGN.md §8's "none is counted twice". Results a process
 //! stores concurrently share script calls ([`super::group_commit`]).
 //!
 //! One [`ConnectionManager`] (a multiplexed connection that reconnects by itself after a Redis

@@ -1,4 +1,4 @@
-//! Incremental run aggregates (DESIGN §5): results are folded one at a time, in any order, into
+//! Incremental run aggregates (docs/DESIGN.md §5): results are folded one at a time, in any order, into
 //! O(groups) state, and the same state renders every report. Everything here is independent of
 //! arrival order, so a fleet run and an embedded run of the same data agree exactly.
 

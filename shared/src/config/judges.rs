@@ -170,7 +170,7 @@ fn default_batch_discount() -> f64 {
     0.5
 }
 
-/// Exponential backoff with full jitter (DESIGN §2.5); `Retry-After` wins when longer.
+/// Exponential backoff with full jitter (docs/DESIGN.md §2.5); `Retry-After` wins when longer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetryConfig {

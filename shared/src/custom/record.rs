@@ -1,6 +1,6 @@
 //! A dataset record of a custom suite, validated against the declared fields.
 //!
-//! Validation follows the built-in suites' rules (DESIGN §2.1, §9): the id first, then each
+//! Validation follows the built-in suites' rules (docs/DESIGN.md §2.1, §9): the id first, then each
 //! declared field in declaration order, first problem only, with the same reasons
 //! (`Missing 'f' field`, `'f' must be a string`, `'f' is empty`), then the routing field's
 //! provider. A field read from a path other than its name says the path too, so a user can find

@@ -10,7 +10,7 @@
 //! record limit whatever its quoting.
 //!
 //! Blank lines (empty or spaces and tabs only) and lines whose first non-blank byte is `#` are
-//! skipped before the header and between records, the rule JSONL follows (DESIGN §9).
+//! skipped before the header and between records, the rule JSONL follows (docs/DESIGN.md §9).
 
 use std::collections::HashMap;
 use std::io::{self, Read};

@@ -3,7 +3,7 @@
 //! Datasets run to 10^7 examples, so nothing here holds more than one record in memory. A JSON
 //! array is split into elements lexically (string-aware bracket depth) before any element is
 //! parsed, so one malformed element is reported with its index and the rest still load — the same
-//! promise JSONL gets per line and CSV per row (DESIGN §9: a bad record is skipped, never fatal).
+//! promise JSONL gets per line and CSV per row (docs/DESIGN.md §9: a bad record is skipped, never fatal).
 //! CSV lives in [`csv`](self::csv): a header row, then one JSON object per row.
 
 mod csv;
@@ -23,7 +23,7 @@ use self::csv::{CsvSource, OpenError, ReadFailure, Record};
 pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
 
 /// Where a record sits in its file: JSONL and CSV lines are 1-based (a CSV record spanning
-/// several lines is named by its first), array positions 0-based (DESIGN §9).
+/// several lines is named by its first), array positions 0-based (docs/DESIGN.md §9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Position {
@@ -430,7 +430,7 @@ fn parse_json(text: &[u8]) -> Result<Value, String> {
     })
 }
 
-/// A line of Unicode whitespace only (e.g. a no-break space) is blank too (DESIGN §9).
+/// A line of Unicode whitespace only (e.g. a no-break space) is blank too (docs/DESIGN.md §9).
 fn is_unicode_blank(b: &[u8]) -> bool {
     std::str::from_utf8(b).is_ok_and(|s| s.trim().is_empty())
 }

@@ -1,6 +1,6 @@
 //! The loader's verdict on each raw record: valid, or skipped with its position and reason.
 //!
-//! Duplicate ids are detected here, among valid records only, after trimming (DESIGN §9). Only a
+//! Duplicate ids are detected here, among valid records only, after trimming (docs/DESIGN.md §9). Only a
 //! 128-bit hash of each id is kept (16 bytes an example), so a 10^7-example dataset costs
 //! ~160 MB less than keeping the ids themselves.
 

@@ -1,4 +1,4 @@
-//! log-analysis examples (DESIGN §2.3): agent answers about ground-truth log scenarios.
+//! log-analysis examples (docs/DESIGN.md §2.3): agent answers about ground-truth log scenarios.
 //!
 //! Why: the log-analysis suite parses what an agent wrote (fenced JSON, JSON in prose, or
 //! narrative only) and compares it with the scenario's ground truth. The bundled example and

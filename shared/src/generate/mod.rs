@@ -8,9 +8,9 @@
 //! by one `ChaCha8Rng::seed_from_u64(seed)` stream, so the same seed yields byte-identical
 //! datasets on every platform, and a prefix of a longer run equals a shorter run.
 //!
-//! - [`support_judge`]: support tickets and bot responses (DESIGN §2.1);
-//! - [`rag_layers`]: rag-layers gold items with a synthetic system `trace` (DESIGN §2.2);
-//! - [`log_analysis`]: agent answers about log scenarios (DESIGN §2.3).
+//! - [`support_judge`]: support tickets and bot responses (docs/DESIGN.md §2.1);
+//! - [`rag_layers`]: rag-layers gold items with a synthetic system `trace` (docs/DESIGN.md §2.2);
+//! - [`log_analysis`]: agent answers about log scenarios (docs/DESIGN.md §2.3).
 
 mod log;
 mod rag;

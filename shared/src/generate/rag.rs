@@ -1,4 +1,4 @@
-//! rag-layers items (DESIGN §2.2) with a synthetic system `trace` of varied quality.
+//! rag-layers items (docs/DESIGN.md §2.2) with a synthetic system `trace` of varied quality.
 //!
 //! Why: the rag-layers suite grades a recorded trace layer by layer (L1 query understanding …
 //! L5 answer). The golden set has no traces, so the bundled example and the benchmarks need
@@ -12,7 +12,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::{Map, Value};
 
-/// The 26 allowed insight types (DESIGN §9), paired with a rule name and an insight template.
+/// The 26 allowed insight types (docs/DESIGN.md §9), paired with a rule name and an insight template.
 #[rustfmt::skip]
 const RULES: [(&str, &str); 26] = [
     ("market_position", "premium_position_rule"), ("market_dominance", "category_leader_rule"),
@@ -138,7 +138,7 @@ fn prepare(record: Value) -> Gold {
     }
 }
 
-/// `field operator value` (DESIGN §9): strings without quotes, numbers as their JSON text.
+/// `field operator value` (docs/DESIGN.md §9): strings without quotes, numbers as their JSON text.
 fn canonical_constraint(c: &Value) -> String {
     match c {
         Value::String(s) => s.clone(),

@@ -1,5 +1,5 @@
 //! Tests of the rag-layers generator, with a compact re-statement of the default gates of
-//! DESIGN §2.2 (heuristic judge: groundedness = share of answer tokens in the context,
+//! docs/DESIGN.md §2.2 (heuristic judge: groundedness = share of answer tokens in the context,
 //! relevance = share of question tokens in the answer) to check the pass-rate target.
 
 use super::*;
@@ -74,7 +74,7 @@ fn answer_f1(a: &[String], g: &[String]) -> f64 {
     2.0 * p * r / (p + r)
 }
 
-/// The default gates of DESIGN §2.2 with the heuristic judge; returns the fail tags.
+/// The default gates of docs/DESIGN.md §2.2 with the heuristic judge; returns the fail tags.
 fn fail_tags(item: &Value) -> Vec<&'static str> {
     let (g, t) = (&item["gold"], &item["trace"]);
     let requires_kg = item["metadata"]["requires_kg"].as_bool().unwrap_or(true);

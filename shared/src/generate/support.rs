@@ -1,4 +1,4 @@
-//! support-judge examples (DESIGN §2.1): engineering support tickets and a bot's responses.
+//! support-judge examples (docs/DESIGN.md §2.1): engineering support tickets and a bot's responses.
 //!
 //! Why: the bundled `examples/support-judge.jsonl` and the 10^6–10^7 benchmark datasets must give
 //! judges something real to grade, and their report must show differences between models and
@@ -175,7 +175,7 @@ const OFF_TOPIC: [&str; 4] = [
 ];
 
 /// Streams `n` support-judge examples `{id, ticket, response, model, prompt_version}`
-/// (DESIGN §2.1), deterministic for `seed`. Ids are `ticket-000001`, `ticket-000002`, … Every
+/// (docs/DESIGN.md §2.1), deterministic for `seed`. Ids are `ticket-000001`, `ticket-000002`, … Every
 /// block of 15 consecutive examples covers each (model, prompt version) pair once, in a
 /// shuffled order, so any prefix is balanced; the response style mix is [`STYLE_WEIGHTS`].
 pub fn support_judge(n: u64, seed: u64) -> impl Iterator<Item = Value> {

@@ -1,4 +1,4 @@
-//! Anomaly detection: did the agent report the scenario's anomalies (DESIGN §2.3, §9)?
+//! Anomaly detection: did the agent report the scenario's anomalies (docs/DESIGN.md §2.3, §9)?
 //!
 //! A scenario without anomalies scores 1.0 (nothing to miss), so healthy-system scenarios do not
 //! drag comprehensiveness down. Structured anomalies match by type compared as words

@@ -1,4 +1,4 @@
-//! Compliance: did the agent judge each intent of the scenario correctly (DESIGN §2.3, §9)?
+//! Compliance: did the agent judge each intent of the scenario correctly (docs/DESIGN.md §2.3, §9)?
 //!
 //! The ground truth has one status per intent, the agent gives one overall verdict
 //! (`compliance_status`) or none; each intent is right when the verdict equals its status, or,

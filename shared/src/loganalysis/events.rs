@@ -1,4 +1,4 @@
-//! Event detection: did the agent find the scenario's key events (DESIGN §2.3, §9 "Events")?
+//! Event detection: did the agent find the scenario's key events (docs/DESIGN.md §2.3, §9 "Events")?
 //!
 //! Structured mode compares the agent's `events_detected` entries with the ground truth one to
 //! one: accuracy (= recall), precision, F1, confidence-weighted recall and a partial-credit

@@ -1,4 +1,4 @@
-//! Metrics: did the agent report the scenario's numbers (DESIGN §2.3, §9 "Metrics")?
+//! Metrics: did the agent report the scenario's numbers (docs/DESIGN.md §2.3, §9 "Metrics")?
 //!
 //! Agents name metrics their own way (`build_time` for `total_build_time_seconds`) and round
 //! values, so names match exactly first and by word overlap second, values within 10%, and

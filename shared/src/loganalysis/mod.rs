@@ -1,4 +1,4 @@
-//! The `log-analysis` suite (seed 002, DESIGN §2.3 and §9): scores an agent's explanation of a
+//! The `log-analysis` suite (seed 002, docs/DESIGN.md §2.3 and §9): scores an agent's explanation of a
 //! log excerpt against the scenario's ground truth.
 //!
 //! Agents are asked for a structured JSON analysis but many answer in prose, so every metric
@@ -35,7 +35,7 @@ pub use schema::{
     AgentAnomaly, AgentEvent, AgentTimelineEntry, ComplianceStatus, Confidence, ParsedOutput,
 };
 
-/// The log-analysis metric names, in record order (DESIGN §2.4).
+/// The log-analysis metric names, in record order (docs/DESIGN.md §2.4).
 pub const METRIC_NAMES: [&str; 11] = [
     "event_accuracy",
     "event_precision",

@@ -1,4 +1,4 @@
-//! Finding the agent's structured analysis inside free text (DESIGN §2.3, §9).
+//! Finding the agent's structured analysis inside free text (docs/DESIGN.md §2.3, §9).
 //!
 //! Agents are asked for a fenced JSON block followed by a narrative, but real outputs wrap it in
 //! other fences, drop the fence, nest it in a wrapper object or put prose and braces around it.

@@ -1,4 +1,4 @@
-//! The agent's text as the freeform rules read it (DESIGN §9 "Text matching in freeform mode").
+//! The agent's text as the freeform rules read it (docs/DESIGN.md §9 "Text matching in freeform mode").
 //!
 //! Every freeform rule is a case-insensitive substring test, with `_` read as a space (so an
 //! agent writing `vm_started` mentions the event type `vm_started` = "vm started"). Both sides

@@ -11,7 +11,7 @@ use serde::ser::SerializeMap;
 use serde::{de, Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-/// One scenario's ground truth (DESIGN §2.3). It serialises to the typed sections only, in a
+/// One scenario's ground truth (docs/DESIGN.md §2.3). It serialises to the typed sections only, in a
 /// form that reads back to the same value: the fleet stores that form once per run, keyed by
 /// its digest (see [`super::ScenarioRef`]).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

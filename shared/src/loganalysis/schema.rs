@@ -1,4 +1,4 @@
-//! The agent-output schema (DESIGN §9) and its validation.
+//! The agent-output schema (docs/DESIGN.md §9) and its validation.
 //!
 //! The winning object is the agent's own claim of what it found, so validation is forgiving at
 //! the object level and strict per entry: a section with some bad entries still counts (method

@@ -1,4 +1,4 @@
-//! Timeline: did the agent put the events it found in the right order (DESIGN §2.3, §9)?
+//! Timeline: did the agent put the events it found in the right order (docs/DESIGN.md §2.3, §9)?
 //!
 //! The seed's accuracy is all-or-nothing (1.0 iff at least two events were matched and their
 //! ground-truth order is kept), which hides how close a nearly-right timeline is; the

@@ -1,4 +1,4 @@
-//! "Equal to the second", the timestamp rule of event partial credit (DESIGN §9).
+//! "Equal to the second", the timestamp rule of event partial credit (docs/DESIGN.md §9).
 //!
 //! Log timestamps carry milliseconds (`2017-05-16 00:00:04.500`) that agents round, truncate or
 //! drop, and agents often quote only the time of day; comparing whole strings would give the

@@ -1,4 +1,4 @@
-//! L5 answer quality: exact match and SQuAD-style token F1 (DESIGN §2.2, §9).
+//! L5 answer quality: exact match and SQuAD-style token F1 (docs/DESIGN.md §2.2, §9).
 //!
 //! Both compare token lists from `crate::text::answer_tokens` (lowercase, every non-word
 //! character — Unicode-aware, so Hangul stays — to a space, whitespace collapsed and trimmed).

@@ -2,7 +2,7 @@
 //!
 //! Datasets and systems write a constraint either as a string or as an object, and an edge either
 //! as a string or as a triple object. Set metrics compare strings, so every object is rendered
-//! once, at load time, to the one text DESIGN §9 fixes: `field operator value` for constraints
+//! once, at load time, to the one text docs/DESIGN.md §9 fixes: `field operator value` for constraints
 //! (`rating >= 4.5`, `brand == laneige`, a number keeping its JSON text: `4.0` stays `4.0`) and
 //! `subject -predicate-> object` for edges (the seed's edge-string notation).
 

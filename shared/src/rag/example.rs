@@ -1,4 +1,4 @@
-//! The validated shape of one `rag-layers` dataset record (DESIGN §2.2).
+//! The validated shape of one `rag-layers` dataset record (docs/DESIGN.md §2.2).
 //!
 //! These types hold data that has already passed [`super::parse_example`]: constraint and edge
 //! objects are canonicalised to strings, so metrics never see the many JSON shapes a dataset may

@@ -1,4 +1,4 @@
-//! Opt-in fuzzy L1 matching: alias maps plus Ratcliff/Obershelp similarity (DESIGN §2.2).
+//! Opt-in fuzzy L1 matching: alias maps plus Ratcliff/Obershelp similarity (docs/DESIGN.md §2.2).
 //!
 //! Systems often link `라네즈` or `Laneige Inc` where the gold says `laneige`; exact set F1 calls
 //! that a miss. Fuzzy mode first rewrites aliases, then lets two names match when their similarity

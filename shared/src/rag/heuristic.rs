@@ -1,4 +1,4 @@
-//! The offline `heuristic` judge for `rag-layers` (DESIGN §2.5): the seed-003 stub rules.
+//! The offline `heuristic` judge for `rag-layers` (docs/DESIGN.md §2.5): the seed-003 stub rules.
 //!
 //! With `--judge heuristic` nothing leaves the machine, yet groundedness and relevance still get
 //! deterministic, explainable numbers: word overlap, as the seed's stub judge scores them, but

@@ -1,4 +1,4 @@
-//! Per-item L1–L5 deterministic metrics and the weighted overall score (DESIGN §2.2, §2.4).
+//! Per-item L1–L5 deterministic metrics and the weighted overall score (docs/DESIGN.md §2.2, §2.4).
 //!
 //! This is where the layer functions meet one example: it picks exact or fuzzy L1 matching,
 //! evaluates a missing trace as an empty one (the system returned nothing, which must score
@@ -79,7 +79,7 @@ pub fn compute_metrics(ex: &RagExample, opts: &RagOptions) -> RagMetrics {
 }
 
 impl RagMetrics {
-    /// (metric name as in DESIGN §2.4, value), in that order. The judge dimensions
+    /// (metric name as in docs/DESIGN.md §2.4, value), in that order. The judge dimensions
     /// (groundedness, relevance) are not here: they come from the judge.
     pub fn named(&self) -> [(&'static str, f64); 12] {
         [

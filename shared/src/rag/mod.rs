@@ -1,5 +1,5 @@
 //! The `rag-layers` suite (seed 003): validation of dataset records and the per-item L1–L5
-//! metrics of a RAG + knowledge-graph + ontology agent (DESIGN §2.2, §2.4, §9).
+//! metrics of a RAG + knowledge-graph + ontology agent (docs/DESIGN.md §2.2, §2.4, §9).
 //!
 //! A hybrid agent fails in layers — it misreads the question (L1), retrieves the wrong chunks
 //! (L2) or graph facts (L3), breaks the ontology (L4), or answers badly (L5) — and a single

@@ -1,4 +1,4 @@
-//! L4 ontology compliance: constraint-violation rate and type-consistency rate (DESIGN §2.2, §9).
+//! L4 ontology compliance: constraint-violation rate and type-consistency rate (docs/DESIGN.md §2.2, §9).
 //!
 //! Inferences are judged on their raw JSON, because the failures L4 exists to catch are exactly
 //! the malformed ones: a null `insight`, a `confidence` of `"high"`, an insight type the ontology

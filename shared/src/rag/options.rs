@@ -1,6 +1,6 @@
 //! Suite options of `rag-layers`: what a suite YAML may override.
 //!
-//! Every knob DESIGN §2.2/§9 calls "configurable" lives here with its documented default
+//! Every knob docs/DESIGN.md §2.2/§9 calls "configurable" lives here with its documented default
 //! (top_k 8, exact L1 matching, the seed's 26 insight types, the 0.10/0.35/0.10/0.45 weights), so
 //! a suite file can override any single field and leave the rest alone, and a typo in a key is a
 //! load error rather than a silently ignored setting (`deny_unknown_fields`).
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The seed project's 26 insight types (DESIGN §9), the default L4 allow-list.
+/// The seed project's 26 insight types (docs/DESIGN.md §9), the default L4 allow-list.
 pub const DEFAULT_INSIGHT_TYPES: [&str; 26] = [
     "market_position",
     "market_dominance",
@@ -83,7 +83,7 @@ impl RagOptions {
     }
 }
 
-/// Opt-in fuzzy L1 matching (DESIGN §2.2): aliases first, then Ratcliff/Obershelp similarity.
+/// Opt-in fuzzy L1 matching (docs/DESIGN.md §2.2): aliases first, then Ratcliff/Obershelp similarity.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FuzzyOptions {

@@ -1,6 +1,6 @@
 //! Validation of one `rag-layers` record: raw JSON in, [`RagExample`] or one stable reason out.
 //!
-//! The reasons follow the support-judge style of DESIGN §2.1 (`Missing 'id' field`,
+//! The reasons follow the support-judge style of docs/DESIGN.md §2.1 (`Missing 'id' field`,
 //! `'id' must be a string`, `'id' is empty`) and name the dotted field path, so a user can fix a
 //! 10^6-line dataset from the skipped list alone. Only the first problem is reported, checked in
 //! the order id, question, gold, metadata, trace (and within each object in field order).

@@ -1,4 +1,4 @@
-//! L2 document retrieval and L3 knowledge-graph retrieval metrics (DESIGN §2.2, §9).
+//! L2 document retrieval and L3 knowledge-graph retrieval metrics (docs/DESIGN.md §2.2, §9).
 //!
 //! Ranked lists are normalised and de-duplicated (first occurrence kept) before anything is
 //! counted, so a system that returns the same chunk eight times cannot fill its top-k with one

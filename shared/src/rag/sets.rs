@@ -1,4 +1,4 @@
-//! Set F1 with the DESIGN §2.2/§9 edge cases, shared by L1 and kg_edge_f1.
+//! Set F1 with the docs/DESIGN.md §2.2/§9 edge cases, shared by L1 and kg_edge_f1.
 //!
 //! Items are normalised (lowercase + trim) before anything else, entries that trim to "" are
 //! dropped, and "empty" is judged on what remains: both empty → 1.0 (nothing expected, nothing

@@ -1,4 +1,4 @@
-//! `report.json`: the machine-readable report, in the seed's shape for each suite (DESIGN §2.1,
+//! `report.json`: the machine-readable report, in the seed's shape for each suite (docs/DESIGN.md §2.1,
 //! §2.2, §2.4, §9), with totals, gates, judge usage and the suite snapshot beside it.
 
 use std::fs::File;
@@ -385,7 +385,7 @@ fn summary_json(stats: Option<&Stats>) -> Value {
     }
 }
 
-/// `entity_link_f1` → `l1_entity_link_f1`: the seed's `by_layer` keys (DESIGN §9).
+/// `entity_link_f1` → `l1_entity_link_f1`: the seed's `by_layer` keys (docs/DESIGN.md §9).
 pub(crate) fn layer_key(metric: &str) -> String {
     let layer = match metric {
         "entity_link_f1" | "concept_map_f1" | "constraint_extraction_f1" => "l1",

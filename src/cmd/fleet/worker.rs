@@ -36,7 +36,7 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .concurrency
         .unwrap_or(config.fleet.worker_concurrency)
         .max(1);
-    // Prefetch sized to concurrency (DESIGN §3): enough to keep every slot busy, no hoarding.
+    // Prefetch sized to concurrency (docs/DESIGN.md §3): enough to keep every slot busy, no hoarding.
     let prefetch = (concurrency * 2).min(u16::MAX as usize) as u16;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;

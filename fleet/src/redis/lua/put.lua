@@ -1,4 +1,4 @@
--- Stores results of one run, each counted and announced at most once per index (DESIGN §4): a
+-- Stores results of one run, each counted and announced at most once per index (docs/DESIGN.md §4): a
 -- redelivered message finds its index already stored and changes nothing. Several results go in
 -- one call (the group commit of store.rs); each is handled exactly as if it came alone.
 --
