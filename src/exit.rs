@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use evalfleet_compare::CompareError;
+use evalfleet_config::ConfigError;
+use evalfleet_dataset::DatasetError;
 use evalfleet_producer::ProduceError;
-use evalfleet_shared::config::ConfigError;
-use evalfleet_shared::dataset::DatasetError;
-use evalfleet_shared::suite::SuiteError;
+use evalfleet_suites::suite::SuiteError;
 use evalfleet_worker::WorkerError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

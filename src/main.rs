@@ -4,6 +4,7 @@
 mod cmd;
 mod exit;
 mod progress;
+mod shutdown;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -7,8 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{check_consistent, evalfleet, items, run_suite, tempdir};
-use evalfleet_shared::custom::FieldType;
-use evalfleet_shared::suite::{Suite, SuiteKind};
+use evalfleet_model::suite::SuiteKind;
+use evalfleet_suites::custom::FieldType;
+use evalfleet_suites::suite::Suite;
 
 /// Four rows: a quoted comma, models of both providers, a numeric latency, a reference.
 const CSV: &str = "\

@@ -8,8 +8,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use evalfleet_contract::store::{Counts, ResultStore};
 use evalfleet_fleet::redis::{RedisStore, RunMeta, RunStatus};
-use evalfleet_shared::store::{Counts, ResultStore};
 
 use crate::AggregatorError;
 

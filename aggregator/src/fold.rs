@@ -6,11 +6,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use evalfleet_shared::aggregate::RunAggregator;
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::runs::RunStatus;
-use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::spill::Spill;
+use evalfleet_contract::runs::RunStatus;
+use evalfleet_contract::spill::Spill;
+use evalfleet_model::record::ResultRecord;
+use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_suites::spec::RunSpec;
 
 /// One run being followed.
 pub(crate) struct Tracked {
@@ -211,9 +211,10 @@ impl Folding {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use evalfleet_shared::report::ItemSource;
-    use evalfleet_shared::spec::JudgeMode;
-    use evalfleet_shared::suite::{Suite, SuiteKind};
+    use evalfleet_model::suite::SuiteKind;
+    use evalfleet_report::ItemSource;
+    use evalfleet_suites::spec::JudgeMode;
+    use evalfleet_suites::suite::Suite;
 
     pub(crate) fn spec() -> RunSpec {
         RunSpec {

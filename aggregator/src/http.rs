@@ -10,10 +10,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use evalfleet_shared::store::ResultStore;
+use evalfleet_contract::store::ResultStore;
 use serde_json::json;
 
 use crate::service::Aggregator;
+use tokio_util::sync::CancellationToken;
 
 pub fn router(aggregator: Arc<Aggregator>) -> Router {
     Router::new()
@@ -27,11 +28,17 @@ pub fn router(aggregator: Arc<Aggregator>) -> Router {
         .with_state(aggregator)
 }
 
-/// Serves the API on `addr` until the process ends.
-pub async fn serve(addr: SocketAddr, aggregator: Arc<Aggregator>) -> std::io::Result<()> {
+/// Serves the API on `addr` until `shutdown` is cancelled.
+pub async fn serve(
+    addr: SocketAddr,
+    aggregator: Arc<Aggregator>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "aggregator HTTP API listening");
-    axum::serve(listener, router(aggregator)).await
+    axum::serve(listener, router(aggregator))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
 }
 
 fn unavailable(e: impl std::fmt::Display) -> Response {

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use evalfleet_fleet::redis::RedisError;
-use evalfleet_shared::aggregate::RunAggregator;
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::report::{self, ReportError, ReportInput};
+use evalfleet_model::record::ResultRecord;
+use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_report::{ReportError, ReportInput};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AggregatorError {
@@ -41,5 +41,5 @@ pub async fn follow(
 
 /// Writes `report.json`, `summary.md`, `report.html` and `junit.xml` into `dir`.
 pub fn write_reports(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, ReportError> {
-    report::write_all(dir, input)
+    evalfleet_report::write_all(dir, input)
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use evalfleet_fleet::amqp::depth::QueueDepthReader;
+use tokio_util::sync::CancellationToken;
 
 use crate::metrics::metrics;
 
@@ -11,12 +12,18 @@ use crate::metrics::metrics;
 /// default, so polling faster would only repeat them.
 pub(crate) const QUEUE_DEPTH_EVERY: Duration = Duration::from_secs(1);
 
-/// Publishes the queue depths every [`QUEUE_DEPTH_EVERY`], forever (the caller aborts it).
-pub(crate) async fn follow(reader: QueueDepthReader) {
+/// Publishes the queue depths every [`QUEUE_DEPTH_EVERY`] until `stop` is cancelled.
+pub(crate) async fn follow(reader: QueueDepthReader, stop: CancellationToken) {
     let mut management_failing = false;
     loop {
-        management_failing = publish(&reader, management_failing).await;
-        tokio::time::sleep(QUEUE_DEPTH_EVERY).await;
+        management_failing = tokio::select! {
+            () = stop.cancelled() => return,
+            failing = publish(&reader, management_failing) => failing,
+        };
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(QUEUE_DEPTH_EVERY) => {}
+        }
     }
 }
 

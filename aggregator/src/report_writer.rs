@@ -5,9 +5,9 @@
 use std::path::Path;
 
 use evalfleet_fleet::redis::RunMeta;
-use evalfleet_shared::aggregate::RunAggregator;
-use evalfleet_shared::report::{self, ItemSource, ReportFile, ReportInput, RunInfo};
-use evalfleet_shared::spec::RunSpec;
+use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_report::{ItemSource, ReportFile, ReportInput, RunInfo};
+use evalfleet_suites::spec::RunSpec;
 
 /// What writing the reports decided.
 #[derive(Debug)]
@@ -59,7 +59,7 @@ pub fn write_run_reports(
         agg: &agg,
         items,
     };
-    report::write_all(dir, &input).map_err(|e| e.to_string())?;
+    evalfleet_report::write_all(dir, &input).map_err(|e| e.to_string())?;
     // The summary `evalfleet report` prints is the file just written (rendering it again would
     // stream the run's items once more).
     let path = dir.join(ReportFile::Summary.file_name());
@@ -74,7 +74,7 @@ pub fn write_run_reports(
 #[cfg(test)]
 mod tests {
     use evalfleet_fleet::redis::RunStatus;
-    use evalfleet_shared::record::ResultRecord;
+    use evalfleet_model::record::ResultRecord;
 
     use super::*;
     use crate::fold::tests::spec;

@@ -9,20 +9,20 @@
 //! sharing the stream) they are rebuilt from Redis in one streaming pass. A failing step (Redis
 //! restarting, a report that cannot be written yet) is logged and retried, never fatal.
 
-use std::future::Future;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use evalfleet_contract::store::Counts;
 use evalfleet_fleet::amqp::depth::QueueDepthReader;
 use evalfleet_fleet::redis::{Event, EventStream, RedisStore, RunItems, RunMeta};
-use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::Counts;
+use evalfleet_suites::spec::RunSpec;
 
 use crate::fold::{worth_following, Folding};
 use crate::metrics::metrics;
 use crate::report_writer::{write_run_reports, Written};
 use crate::{completion, gauges, queue_gauges, AggregatorError};
+use tokio_util::sync::CancellationToken;
 
 /// How often running runs are checked for completion: it bounds the delay between a run's last
 /// result and its report.
@@ -75,24 +75,25 @@ impl Aggregator {
         &self.store
     }
 
-    /// Follows the events stream until `shutdown` resolves.
+    /// Follows the events stream until `shutdown` is cancelled. A step under way (a fold, a
+    /// sweep, a report) is finished first; what was read and not yet acked is read again.
     pub async fn serve(
         self: Arc<Self>,
-        shutdown: impl Future<Output = ()> + Send,
+        shutdown: CancellationToken,
     ) -> Result<(), AggregatorError> {
         let mut events = EventStream::new(&self.store, GROUP, &self.opts.consumer).await?;
-        // Its own task: a slow management API must never hold up folding results.
-        let depths = self
-            .queue_depths
-            .clone()
-            .map(|d| tokio::spawn(queue_gauges::follow(d)));
-        let _stop_depths = AbortOnDrop(depths);
-        let mut shutdown = std::pin::pin!(shutdown);
+        // Its own task: a slow management API must never hold up folding results. It ends with
+        // `serve`, however `serve` ends (the guard cancels its token).
+        let depths = shutdown.child_token();
+        let _stop_depths = depths.clone().drop_guard();
+        if let Some(reader) = self.queue_depths.clone() {
+            tokio::spawn(queue_gauges::follow(reader, depths));
+        }
         let mut last_claim = Instant::now();
         let mut last_sweep = Instant::now();
         loop {
             let batch = tokio::select! {
-                _ = &mut shutdown => return Ok(()),
+                () = shutdown.cancelled() => return Ok(()),
                 read = events.read(READ_BATCH, SWEEP_EVERY) => read,
             };
             // A short batch means results trickle in: let them gather for a moment, so each
@@ -125,7 +126,7 @@ impl Aggregator {
                 carry_on("finishing complete runs", self.finish_complete_runs().await).await;
             } else if gather {
                 tokio::select! {
-                    _ = &mut shutdown => return Ok(()),
+                    () = shutdown.cancelled() => return Ok(()),
                     _ = tokio::time::sleep(GATHER) => {}
                 }
             }
@@ -303,17 +304,6 @@ impl completion::Observer for SweepObserver<'_> {
             if f.is_tracked(&meta.id) {
                 f.end(&meta.id);
             }
-        }
-    }
-}
-
-/// Aborts the task it holds when dropped, so a background loop ends with `serve`.
-struct AbortOnDrop(Option<tokio::task::JoinHandle<()>>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(task) = &self.0 {
-            task.abort();
         }
     }
 }

@@ -46,7 +46,7 @@ fn lower_is_better(new: &Report, kind: Kind, name: &str) -> bool {
                 .suite
                 .gates
                 .iter()
-                .any(|g| g.metric == name && g.op == evalfleet_shared::gate::GateOp::Above))
+                .any(|g| g.metric == name && g.op == evalfleet_model::gate::GateOp::Above))
 }
 
 /// Checks that every name the suite's `compare:` section gives is a compared quantity.

@@ -11,14 +11,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use evalfleet_aggregator::follow;
+use evalfleet_contract::queue::InProcessQueue;
+use evalfleet_contract::store::InProcessStore;
+use evalfleet_dataset::ReadOptions;
+use evalfleet_model::routing::ProviderRules;
 use evalfleet_producer::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
-use evalfleet_shared::aggregate::RunAggregator;
-use evalfleet_shared::dataset::ReadOptions;
-use evalfleet_shared::evaluate::{Evaluator, Validator};
-use evalfleet_shared::queue::InProcessQueue;
-use evalfleet_shared::routing::ProviderRules;
-use evalfleet_shared::store::InProcessStore;
-use evalfleet_shared::suite::Suite;
+use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_suites::evaluate::{Evaluator, Validator};
+use evalfleet_suites::suite::Suite;
 use evalfleet_worker::{run_workers, Judge, Pipeline, WorkerError, WorkerStats};
 
 /// One embedded run, as the caller configured it.
@@ -123,8 +123,8 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
 mod tests {
     use std::sync::atomic::Ordering;
 
-    use evalfleet_shared::report::ItemSource;
-    use evalfleet_shared::suite::SuiteKind;
+    use evalfleet_model::suite::SuiteKind;
+    use evalfleet_report::ItemSource;
 
     use super::*;
 

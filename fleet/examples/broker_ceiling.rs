@@ -9,13 +9,14 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use evalfleet_contract::queue::Message;
 use evalfleet_fleet::amqp::{
     declare_topology, delete_topology, AmqpConfig, CONTENT_TYPE, MESSAGE_TYPE,
 };
-use evalfleet_shared::evaluate::Evaluator;
-use evalfleet_shared::queue::Message;
-use evalfleet_shared::routing::ProviderRules;
-use evalfleet_shared::suite::{Suite, SuiteKind};
+use evalfleet_model::routing::ProviderRules;
+use evalfleet_model::suite::SuiteKind;
+use evalfleet_suites::evaluate::Evaluator;
+use evalfleet_suites::suite::Suite;
 use futures_util::StreamExt;
 use lapin::options::{
     BasicAckOptions, BasicConsumeOptions, BasicPublishOptions, BasicQosOptions,

@@ -1,8 +1,8 @@
 //! The Redis registry seen through the worker's [`RunDirectory`] seam.
 
-use evalfleet_shared::runs::{RunDirectory, RunStatus};
-use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::StoreError;
+use evalfleet_contract::runs::{RunDirectory, RunStatus};
+use evalfleet_contract::store::StoreError;
+use evalfleet_suites::spec::RunSpec;
 
 use crate::redis::RedisStore;
 

@@ -2,8 +2,8 @@
 //! [`ResultStore`] seam plus the run registry, the results' events stream, the fleet-wide rate
 //! limiter and the shared judge cache.
 //!
-//! [`WorkQueue`]: evalfleet_shared::queue::WorkQueue
-//! [`ResultStore`]: evalfleet_shared::store::ResultStore
+//! [`WorkQueue`]: evalfleet_contract::queue::WorkQueue
+//! [`ResultStore`]: evalfleet_contract::store::ResultStore
 
 pub mod amqp;
 pub mod directory;

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use evalfleet_shared::config::JudgeConfig;
-use evalfleet_shared::judge_cache::BoxFuture;
-use evalfleet_shared::shared_limit::SharedLimiter;
+use evalfleet_config::JudgeConfig;
+use evalfleet_contract::judge_cache::BoxFuture;
+use evalfleet_contract::shared_limit::SharedLimiter;
 
 use crate::redis::{FleetLimiter, RedisStore};
 

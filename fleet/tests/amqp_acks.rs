@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
+use evalfleet_contract::conformance::message;
+use evalfleet_contract::queue::{Delivery, WorkQueue};
 use evalfleet_fleet::amqp::testing::{close_broker_connections, unique_config, TopologyGuard};
 use evalfleet_fleet::amqp::{AmqpDelivery, AmqpQueue};
-use evalfleet_shared::contract::message;
-use evalfleet_shared::queue::{Delivery, WorkQueue};
 
 async fn queue(tag: &str, published: u64) -> (AmqpQueue, TopologyGuard) {
     let mut cfg = unique_config(tag);

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use evalfleet_fleet::amqp::testing::{eventually, unique_config, TopologyGuard};
-use evalfleet_fleet::amqp::AmqpQueue;
-use evalfleet_shared::contract::{
+use evalfleet_contract::conformance::{
     message, queue_delivers_each_message_once, queue_reject_removes, queue_requeue_redelivers,
 };
-use evalfleet_shared::queue::{Delivery, WorkQueue};
+use evalfleet_contract::queue::{Delivery, WorkQueue};
+use evalfleet_fleet::amqp::testing::{eventually, unique_config, TopologyGuard};
+use evalfleet_fleet::amqp::AmqpQueue;
 
 const CONNECT: Duration = Duration::from_secs(10);
 

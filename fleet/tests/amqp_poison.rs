@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
+use evalfleet_contract::conformance::message;
+use evalfleet_contract::queue::{Delivery, WorkQueue};
 use evalfleet_fleet::amqp::testing::{eventually, raw_channel, unique_config, TopologyGuard};
 use evalfleet_fleet::amqp::AmqpQueue;
-use evalfleet_shared::contract::message;
-use evalfleet_shared::queue::{Delivery, WorkQueue};
 use lapin::options::{BasicPublishOptions, ConfirmSelectOptions};
 use lapin::BasicProperties;
 

@@ -9,12 +9,12 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use evalfleet_contract::conformance::message;
+use evalfleet_contract::queue::{Delivery, Message, WorkQueue};
 use evalfleet_fleet::amqp::testing::{
     close_broker_connections, eventually, unique_config, FlakyProxy, TopologyGuard,
 };
 use evalfleet_fleet::amqp::AmqpQueue;
-use evalfleet_shared::contract::message;
-use evalfleet_shared::queue::{Delivery, Message, WorkQueue};
 
 const WAIT: Duration = Duration::from_secs(20);
 

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
+use evalfleet_contract::conformance::message;
+use evalfleet_contract::queue::{Delivery, WorkQueue};
 use evalfleet_fleet::amqp::testing::{
     cleanup, eventually, raw_channel, unique_config, TopologyGuard,
 };
 use evalfleet_fleet::amqp::{declare_topology, AmqpConfig, AmqpQueue};
-use evalfleet_shared::contract::message;
-use evalfleet_shared::queue::{Delivery, WorkQueue};
 
 const CONNECT: Duration = Duration::from_secs(10);
 

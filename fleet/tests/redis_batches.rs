@@ -7,8 +7,8 @@ mod support;
 
 use std::time::Duration;
 
+use evalfleet_contract::batch_store::{BatchPhase, BatchRecord, BatchStore, Parking, Question};
 use evalfleet_fleet::redis::{RunMeta, RunStatus};
-use evalfleet_shared::batch_store::{BatchPhase, BatchRecord, BatchStore, Parking, Question};
 use support::{raw, store_with};
 
 fn question(provider: &str, custom_id: &str) -> Question {

@@ -7,7 +7,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use evalfleet_fleet::redis::EventStream;
-use evalfleet_shared::record::Outcome;
+use evalfleet_model::record::Outcome;
 use support::{raw, record, store};
 
 fn xlen(key: &str) -> u64 {

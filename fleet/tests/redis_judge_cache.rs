@@ -6,8 +6,8 @@ mod support;
 
 use std::time::Duration;
 
+use evalfleet_contract::judge_cache::{CachedVerdict, JudgeCache};
 use evalfleet_fleet::redis::RedisJudgeCache;
-use evalfleet_shared::judge_cache::{CachedVerdict, JudgeCache};
 use support::{raw, store};
 
 #[tokio::test]

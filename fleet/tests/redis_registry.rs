@@ -7,9 +7,9 @@ mod support;
 
 use std::time::Duration;
 
+use evalfleet_contract::store::Counts;
 use evalfleet_fleet::redis::{RedisError, RunMeta, RunStatus};
-use evalfleet_shared::record::Outcome;
-use evalfleet_shared::store::Counts;
+use evalfleet_model::record::Outcome;
 use support::{raw, record, store, store_with};
 
 fn meta(id: &str, created_at: &str) -> RunMeta {

@@ -8,13 +8,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalfleet_fleet::redis::{EventStream, RedisStore, RunItems};
-use evalfleet_shared::contract::{
+use evalfleet_contract::conformance::{
     store_counts_each_index_once, store_keeps_scenarios_by_digest, store_streams_in_index_order,
 };
-use evalfleet_shared::record::{Outcome, ResultRecord};
-use evalfleet_shared::report::{ItemSource, ReportError};
-use evalfleet_shared::store::{Counts, PutOutcome, ResultStore, StoreError};
+use evalfleet_contract::store::{Counts, PutOutcome, ResultStore, StoreError};
+use evalfleet_fleet::redis::{EventStream, RedisStore, RunItems};
+use evalfleet_model::record::{Outcome, ResultRecord};
+use evalfleet_report::{ItemSource, ReportError};
 use support::{record, store};
 
 /// The store for writing and RunItems for reading, as the one type the contract expects.

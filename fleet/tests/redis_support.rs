@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use evalfleet_fleet::redis::{RedisConfig, RedisStore};
-use evalfleet_shared::record::{Outcome, ResultRecord};
+use evalfleet_model::record::{Outcome, ResultRecord};
 
 pub fn url() -> String {
     std::env::var("EVALFLEET_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into())

@@ -13,12 +13,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use evalfleet_shared::dataset::{DatasetError, DatasetReader, Position, ReadOptions};
-use evalfleet_shared::evaluate::{Checked, Example, Validator};
-use evalfleet_shared::loganalysis::canonical_json;
-use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::store::{ResultStore, StoreError};
+use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
+use evalfleet_contract::store::{ResultStore, StoreError};
+use evalfleet_dataset::{DatasetError, DatasetReader, Position, ReadOptions};
+use evalfleet_model::record::ResultRecord;
+use evalfleet_suites::evaluate::{Checked, Example, Validator};
+use evalfleet_suites::loganalysis::canonical_json;
 
 /// Messages published per call; the queue confirms each batch as a whole.
 const BATCH: usize = 256;

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use evalfleet_dataset::Format;
 use evalfleet_fleet::amqp::AmqpQueue;
 use evalfleet_fleet::redis::{RedisError, RedisStore, RunMeta, RunStatus};
-use evalfleet_shared::dataset::Format;
-use evalfleet_shared::evaluate::{Evaluator, Validator};
-use evalfleet_shared::spec::RunSpec;
+use evalfleet_suites::evaluate::{Evaluator, Validator};
+use evalfleet_suites::spec::RunSpec;
 
 use crate::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
 

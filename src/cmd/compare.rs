@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use evalfleet_compare::{Comparison, Options};
-use evalfleet_shared::config::Config;
+use evalfleet_config::Config;
 
 use crate::exit::Exit;
 

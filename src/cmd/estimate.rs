@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use evalfleet_shared::config::Config;
-use evalfleet_shared::dataset::{DatasetReader, Format};
-use evalfleet_shared::evaluate::{Checked, Evaluator, Validator};
-use evalfleet_shared::suite::Suite;
+use evalfleet_config::Config;
+use evalfleet_dataset::{DatasetReader, Format};
+use evalfleet_suites::evaluate::{Checked, Evaluator, Validator};
+use evalfleet_suites::suite::Suite;
 use evalfleet_worker::judge::estimate::{add_example, Estimate, TYPICAL_REPLY_TOKENS};
 
 use crate::exit::Exit;

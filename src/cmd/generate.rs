@@ -6,8 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use evalfleet_shared::generate;
-use evalfleet_shared::suite::SuiteKind;
+use evalfleet_model::suite::SuiteKind;
 
 use crate::exit::{BadInput, Exit};
 
@@ -46,13 +45,15 @@ pub fn generate(args: GenerateArgs) -> anyhow::Result<Exit> {
     };
     let mut out = BufWriter::with_capacity(1 << 20, sink);
     let items: Box<dyn Iterator<Item = serde_json::Value>> = match kind {
-        SuiteKind::SupportJudge => Box::new(generate::support_judge(args.count, args.seed)),
-        SuiteKind::RagLayers => Box::new(generate::rag_layers(
+        SuiteKind::SupportJudge => {
+            Box::new(evalfleet_generate::support_judge(args.count, args.seed))
+        }
+        SuiteKind::RagLayers => Box::new(evalfleet_generate::rag_layers(
             read_gold(&args.gold)?,
             args.count,
             args.seed,
         )),
-        SuiteKind::LogAnalysis => Box::new(generate::log_analysis(
+        SuiteKind::LogAnalysis => Box::new(evalfleet_generate::log_analysis(
             &read_scenarios(&args)?,
             args.count,
             args.seed,

@@ -11,9 +11,9 @@ pub mod validate;
 use std::path::Path;
 
 use anyhow::Context;
-use evalfleet_shared::config::Config;
-use evalfleet_shared::dataset::Format;
-use evalfleet_shared::suite::Suite;
+use evalfleet_config::Config;
+use evalfleet_dataset::Format;
+use evalfleet_suites::suite::Suite;
 
 use crate::exit::BadInput;
 
@@ -50,7 +50,7 @@ pub fn parse_judge(s: &str) -> Result<evalfleet_worker::JudgeMode, String> {
     s.parse()
 }
 
-pub fn parse_call_mode(s: &str) -> Result<evalfleet_shared::config::CallMode, String> {
+pub fn parse_call_mode(s: &str) -> Result<evalfleet_config::CallMode, String> {
     s.parse()
 }
 

@@ -9,12 +9,12 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use evalfleet_aggregator::write_reports;
+use evalfleet_config::CallMode;
+use evalfleet_config::Config;
+use evalfleet_dataset::Format;
 use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
-use evalfleet_shared::config::CallMode;
-use evalfleet_shared::config::Config;
-use evalfleet_shared::dataset::Format;
-use evalfleet_shared::report::{ReportInput, RunInfo};
+use evalfleet_report::{ReportInput, RunInfo};
 use evalfleet_worker::judge::cache::{InMemoryCache, JudgeCache, NoCache};
 use evalfleet_worker::{Judge, JudgeMode, LiveJudge, WorkerStats};
 
@@ -111,7 +111,12 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         if let Some(addr) = args.metrics_addr {
             evalfleet_worker::metrics::metrics()
                 .init_known([suite.name.as_str()], live.then_some(&config.judges));
-            tokio::spawn(evalfleet_worker::http::serve(addr, stats.clone()));
+            // The server ends with the process: `run` finishes on its own.
+            tokio::spawn(evalfleet_worker::http::serve(
+                addr,
+                stats.clone(),
+                crate::shutdown::CancellationToken::new(),
+            ));
         }
         let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
         let finished = run_embedded(EmbeddedRun {

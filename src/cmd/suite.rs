@@ -1,5 +1,5 @@
 //! `evalfleet suite init DATASET --name NAME`: writes a starter custom suite inferred from the
-//! dataset's columns (the rules are in [`evalfleet_shared::custom::init`]), so that
+//! dataset's columns (the rules are in [`evalfleet_suites::custom::init`]), so that
 //! `evalfleet run DATASET --suite FILE` works at once and the file is there to edit.
 //!
 //! The file goes to `--out`, else `<suites_dir>/NAME.yaml`; an existing file is never
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use evalfleet_shared::config::Config;
-use evalfleet_shared::custom::init::{self, SAMPLE_RECORDS};
-use evalfleet_shared::dataset::{DatasetError, DatasetReader, Format, ReadOptions};
+use evalfleet_config::Config;
+use evalfleet_dataset::{DatasetError, DatasetReader, Format, ReadOptions};
+use evalfleet_suites::custom::init::{self, SAMPLE_RECORDS};
 
 use crate::exit::{BadInput, Exit};
 

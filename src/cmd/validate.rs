@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use evalfleet_shared::dataset::{DatasetError, DatasetReader, Format};
-use evalfleet_shared::evaluate::{Checked, Evaluator, Validator};
+use evalfleet_dataset::{DatasetError, DatasetReader, Format};
+use evalfleet_suites::evaluate::{Checked, Evaluator, Validator};
 
 use crate::exit::{BadInput, Exit};
 

@@ -112,6 +112,40 @@ impl Fleet {
         }
     }
 
+    /// Sends SIGTERM to the child `name` and waits for it to exit, up to `limit`; how long it
+    /// took. Panics (after killing it) when it does not exit in time.
+    pub fn terminate(&mut self, name: &str, limit: Duration) -> Duration {
+        let pos = self
+            .children
+            .iter()
+            .position(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no child {name}"));
+        let (_, mut child) = self.children.remove(pos);
+        let _ = Command::new("kill")
+            .arg("-15")
+            .arg(child.id().to_string())
+            .status();
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                assert!(
+                    status.success(),
+                    "{name} exited with {status} after SIGTERM"
+                );
+                return started.elapsed();
+            }
+            if started.elapsed() > limit {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{name} did not stop within {limit:?} of SIGTERM\n{}",
+                    self.log(name)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Whether the child `name` is still running (it has not exited by itself).
     pub fn alive(&mut self, name: &str) -> bool {
         self.children

@@ -13,9 +13,9 @@
 //! | the run registry cannot be read | requeue |
 //! | a judge API key was rejected | requeue, and this worker stops |
 //!
-//! Stopping is [`WorkQueue::stop_consuming`] and nothing else: [`run_consumers`] calls it on
-//! shutdown (or when a consumer must stop), the queue hands out nothing more and gives the
-//! messages it prefetched back, and every consumer finishes the example it holds.
+//! Stopping: when the shutdown token is cancelled (or a consumer must stop), [`run_consumers`]
+//! calls [`WorkQueue::stop_consuming`]; the queue hands out nothing more and gives the messages
+//! it prefetched back, and every consumer finishes the example it holds.
 
 use std::future::Future;
 use std::sync::atomic::Ordering;
@@ -23,10 +23,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
-use evalfleet_shared::batch_store::{Parking, Question};
-use evalfleet_shared::queue::{Delivery, Message, WorkQueue};
-use evalfleet_shared::record::{Outcome, ResultRecord};
-use evalfleet_shared::store::{PutOutcome, ResultStore, StoreError};
+use evalfleet_contract::batch_store::{Parking, Question};
+use evalfleet_contract::queue::{Delivery, Message, WorkQueue};
+use evalfleet_contract::store::{PutOutcome, ResultStore, StoreError};
+use evalfleet_model::record::{Outcome, ResultRecord};
+use tokio_util::sync::CancellationToken;
 
 use crate::metrics::metrics;
 use crate::{process, Pipeline, Processed, WorkerError, WorkerStats};
@@ -88,7 +89,7 @@ enum Settle {
 }
 
 /// Runs `concurrency` consumers until the queue ends, a consumer must stop (a rejected judge
-/// key), or `shutdown` resolves; then stops consuming and gives in-flight examples up to
+/// key), or `shutdown` is cancelled; then stops consuming and gives in-flight examples up to
 /// `deadline` to finish. Returns the first consumer error.
 pub async fn run_consumers<Q, S, R>(
     queue: Q,
@@ -96,7 +97,7 @@ pub async fn run_consumers<Q, S, R>(
     runs: Arc<R>,
     concurrency: usize,
     stats: Arc<WorkerStats>,
-    shutdown: impl Future<Output = ()> + Send,
+    shutdown: CancellationToken,
     deadline: Duration,
 ) -> Result<(), WorkerError>
 where
@@ -115,10 +116,9 @@ where
             .and_then(|r| r)
     };
     let mut failure = None;
-    tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            _ = &mut shutdown => {
+            () = shutdown.cancelled() => {
                 tracing::info!("shutdown requested: finishing in-flight examples");
                 break;
             }

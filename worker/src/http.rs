@@ -11,6 +11,7 @@ use axum::{Json, Router};
 use serde_json::json;
 
 use crate::WorkerStats;
+use tokio_util::sync::CancellationToken;
 
 pub fn router(stats: Arc<WorkerStats>) -> Router {
     Router::new()
@@ -43,7 +44,14 @@ async fn stats_json(State(s): State<Arc<WorkerStats>>) -> Json<serde_json::Value
     }))
 }
 
-pub async fn serve(addr: SocketAddr, stats: Arc<WorkerStats>) -> std::io::Result<()> {
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `shutdown` is cancelled.
+pub async fn serve(
+    addr: SocketAddr,
+    stats: Arc<WorkerStats>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    axum::serve(listener, router(stats)).await
+    axum::serve(listener, router(stats))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
 }

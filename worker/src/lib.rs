@@ -16,8 +16,9 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalfleet_shared::queue::{QueueError, WorkQueue};
-use evalfleet_shared::store::ResultStore;
+use evalfleet_contract::queue::{QueueError, WorkQueue};
+use evalfleet_contract::store::ResultStore;
+use tokio_util::sync::CancellationToken;
 
 pub use consume::{run_consumers, OneRun, Resolution, Runs};
 pub use judge::{Judge, JudgeMode, LiveJudge};
@@ -64,7 +65,7 @@ where
         Arc::new(OneRun(pipeline)),
         concurrency,
         stats,
-        std::future::pending(),
+        CancellationToken::new(),
         EMBEDDED_DRAIN,
     )
     .await

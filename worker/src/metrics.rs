@@ -6,8 +6,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use evalfleet_shared::config::JudgeConfig;
-use evalfleet_shared::suite::{Suite, SuiteKind};
+use evalfleet_config::JudgeConfig;
+use evalfleet_model::suite::SuiteKind;
+use evalfleet_suites::suite::Suite;
 
 use prometheus::{
     CounterVec, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter,

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use evalfleet_shared::batch_store::Question;
-use evalfleet_shared::evaluate::{finish, judge_tasks, Effort};
-use evalfleet_shared::queue::Message;
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::store::{ResultStore, StoreError};
-use evalfleet_shared::suite::Suite;
+use evalfleet_contract::batch_store::Question;
+use evalfleet_contract::queue::Message;
+use evalfleet_contract::store::{ResultStore, StoreError};
+use evalfleet_model::record::ResultRecord;
+use evalfleet_suites::evaluate::{finish, judge_tasks, Effort};
+use evalfleet_suites::suite::Suite;
 
 use crate::judge::Judge;
 use crate::metrics::metrics;

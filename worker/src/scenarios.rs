@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use backon::Retryable;
-use evalfleet_shared::evaluate::Example;
-use evalfleet_shared::loganalysis::{load_stored, Scenario};
-use evalfleet_shared::store::{ResultStore, StoreError};
+use evalfleet_contract::store::{ResultStore, StoreError};
+use evalfleet_suites::evaluate::Example;
+use evalfleet_suites::loganalysis::{load_stored, Scenario};
 
 use crate::consume::store_retries;
 
@@ -76,9 +76,9 @@ impl Scenarios {
 
 #[cfg(test)]
 mod tests {
-    use evalfleet_shared::loganalysis::{canonical_json, LogExample, ScenarioRef};
-    use evalfleet_shared::store::InProcessStore;
-    use evalfleet_shared::testing::block_on;
+    use evalfleet_contract::store::InProcessStore;
+    use evalfleet_contract::testing::block_on;
+    use evalfleet_suites::loganalysis::{canonical_json, LogExample, ScenarioRef};
     use serde_json::json;
 
     use super::*;

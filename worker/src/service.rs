@@ -11,22 +11,22 @@
 //!   this worker takes part in coordinating the fleet's provider batches ([`crate::coordinator`]).
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use evalfleet_shared::batch_store::{BatchStore, Parking, Question};
-use evalfleet_shared::judge_cache::{JudgeCache, NoCache};
-use evalfleet_shared::queue::{Message, WorkQueue};
-use evalfleet_shared::runs::{RunDirectory, RunStatus};
-use evalfleet_shared::shared_limit::SharedLimiter;
-use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::{ResultStore, StoreError};
+use evalfleet_contract::batch_store::{BatchStore, Parking, Question};
+use evalfleet_contract::judge_cache::{JudgeCache, NoCache};
+use evalfleet_contract::queue::{Message, WorkQueue};
+use evalfleet_contract::runs::{RunDirectory, RunStatus};
+use evalfleet_contract::shared_limit::SharedLimiter;
+use evalfleet_contract::store::{ResultStore, StoreError};
+use evalfleet_suites::spec::RunSpec;
 
 use crate::consume::{run_consumers, Resolution, Runs};
 use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
 use crate::judge::{Judge, JudgeMode, LiveJudge};
 use crate::{Pipeline, WorkerError, WorkerStats};
+use tokio_util::sync::CancellationToken;
 
 /// How long a run's cancelled/not-cancelled state is trusted before it is read again.
 const STATE_TTL: Duration = Duration::from_secs(2);
@@ -93,23 +93,21 @@ where
         }
     }
 
-    /// Consumes until `shutdown` resolves (then stops consuming and drains within the
-    /// deadline) or a judge key is rejected.
+    /// Consumes until `shutdown` is cancelled (then stops consuming and drains within the
+    /// deadline) or a judge key is rejected. The batch coordinator runs beside the consumers
+    /// under a child of the same token, so it stops with them either way.
     pub async fn serve(
         self: Arc<Self>,
         opts: ServiceOptions,
-        shutdown: impl Future<Output = ()> + Send,
+        shutdown: CancellationToken,
     ) -> Result<(), WorkerError> {
-        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let stop = shutdown.child_token();
         let coordinator = tokio::spawn(coordinate(
             self.runs.batches.clone(),
             self.queue.clone(),
             self.runs.clone(),
             opts.coordinator,
-            async move {
-                let mut stopped = stopped;
-                let _ = stopped.wait_for(|s| *s).await;
-            },
+            stop.clone(),
         ));
         let served = run_consumers(
             self.queue.clone(),
@@ -117,11 +115,11 @@ where
             self.runs.clone(),
             opts.concurrency,
             self.stats.clone(),
-            shutdown,
+            stop.clone(),
             opts.shutdown_deadline,
         )
         .await;
-        let _ = stop.send(true);
+        stop.cancel();
         let _ = coordinator.await;
         served
     }

@@ -5,8 +5,8 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
+use evalfleet_config::{Api, JudgeConfig, ProviderConfig};
 use evalfleet_fake_provider::{spawn, FakeProviderArgs, Verdict};
-use evalfleet_shared::config::{Api, JudgeConfig, ProviderConfig};
 use evalfleet_worker::judge::prompt::Prompt;
 use evalfleet_worker::judge::provider::batch::{
     encode_line, BatchBody, BatchItem, BatchState, BatchStatus, Shape, Sought,

@@ -14,8 +14,8 @@ use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use evalfleet_shared::gate::Gate;
-use evalfleet_shared::suite::{CompareOptions, Grouping};
+use evalfleet_model::gate::Gate;
+use evalfleet_model::suite::{CompareOptions, Grouping};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use evalfleet_shared::report::escape;
+use evalfleet_model::text::escape;
 
 use crate::flips::{Flip, Flips};
 use crate::quantity::{Histogram, Quantity};

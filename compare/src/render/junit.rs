@@ -1,7 +1,7 @@
 //! junit.xml: one test case per compared quantity (the overall family), a `<failure>` for each
 //! regression, so CI shows a regression the way it shows a failing test.
 
-use evalfleet_shared::report::escape;
+use evalfleet_model::text::escape;
 
 use crate::Comparison;
 

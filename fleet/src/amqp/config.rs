@@ -8,6 +8,8 @@
 use lapin::types::ShortString;
 use lapin::uri::AMQPUri;
 
+use evalfleet_model::redact::redact_url;
+
 use super::AmqpError;
 
 /// The longest prefix whose derived names still fit an AMQP short string (255 bytes).
@@ -67,7 +69,7 @@ impl AmqpConfig {
 
     /// The URL with any password replaced by `***`, for logs and error messages.
     pub fn redacted_url(&self) -> String {
-        redact(&self.url)
+        redact_url(&self.url)
     }
 
     /// Checks what would otherwise fail late (or panic inside lapin): the URL parses, the names
@@ -105,25 +107,6 @@ pub(crate) fn short(s: impl Into<String>) -> ShortString {
     }
 }
 
-/// `scheme://user:secret@host/…` → `scheme://user:***@host/…`.
-pub(crate) fn redact(url: &str) -> String {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    match (authority.rfind('@'), authority.find(':')) {
-        (Some(at), Some(colon)) if colon < at => format!(
-            "{}{}:***{}",
-            &url[..scheme_end],
-            &authority[..colon],
-            &rest[at..]
-        ),
-        _ => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,21 +119,6 @@ mod tests {
         assert_eq!(cfg.dlx(), "evalfleet.dlx");
         assert_eq!(cfg.dead_queue(), "evalfleet.dead");
         cfg.validate().expect("the default config is valid");
-    }
-
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            redact("amqp://guest:guest@127.0.0.1:5672/%2f"),
-            "amqp://guest:***@127.0.0.1:5672/%2f"
-        );
-        assert_eq!(
-            redact("amqps://u:p@ss@h/v"),
-            "amqps://u:***@h/v",
-            "the last @ ends the credentials"
-        );
-        assert_eq!(redact("amqp://127.0.0.1:5672"), "amqp://127.0.0.1:5672");
-        assert_eq!(redact("not a url"), "not a url");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use evalfleet_shared::queue::Message;
+use evalfleet_contract::queue::Message;
 use futures_util::StreamExt;
 use lapin::message::Delivery as LapinDelivery;
 use lapin::options::{
@@ -350,7 +350,7 @@ async fn wait_true(rx: &mut watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evalfleet_shared::contract::message;
+    use evalfleet_contract::conformance::message;
 
     #[test]
     fn only_current_messages_decode() {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalfleet_shared::queue::{Delivery, Message, QueueError};
+use evalfleet_contract::queue::{Delivery, Message, QueueError};
 use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::Acker;

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use evalfleet_model::redact::redact_url;
+
 use super::{AmqpError, AmqpQueue};
 use percent_encoding::percent_decode_str;
 use reqwest::{StatusCode, Url};
@@ -94,12 +96,12 @@ impl ManagementApi {
     /// trigger, so one secret serves both.
     pub fn new(url: &str) -> Result<Self, QueueDepthError> {
         let mut parsed = Url::parse(url.trim()).map_err(|e| {
-            QueueDepthError::Url(format!("'{}' is not a URL: {e}", redact(url.trim())))
+            QueueDepthError::Url(format!("'{}' is not a URL: {e}", redact_url(url.trim())))
         })?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(QueueDepthError::Url(format!(
                 "'{}' must be http:// or https://",
-                redact(url)
+                redact_url(url)
             )));
         }
         let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
@@ -121,7 +123,7 @@ impl ManagementApi {
         {
             let mut path = parsed
                 .path_segments_mut()
-                .map_err(|()| QueueDepthError::Url(format!("'{}' has no path", redact(url))))?;
+                .map_err(|()| QueueDepthError::Url(format!("'{}' has no path", redact_url(url))))?;
             path.clear();
             path.extend(segments.iter().filter(|s| !s.is_empty()));
             path.extend(["api", "queues", vhost.as_str(), ""]);
@@ -260,17 +262,6 @@ impl QueueDepthReader {
                 .unwrap_or_else(|| QueueDepthError::Client("no queue-depth source".into()))),
         };
         (declared, management_error)
-    }
-}
-
-/// `url` without the password, for messages.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let user = url[scheme + 3..at].split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_owned(),
     }
 }
 

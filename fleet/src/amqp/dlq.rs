@@ -16,7 +16,7 @@ use lapin::options::{
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{BasicProperties, Channel, Confirmation, PublisherConfirm};
 
-use evalfleet_shared::queue::Message;
+use evalfleet_contract::queue::Message;
 
 use super::config::short;
 use super::consume::decode;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use evalfleet_shared::queue::QueueError;
+use evalfleet_contract::queue::QueueError;
 use lapin::protocol::{AMQPErrorKind, AMQPHardError, AMQPSoftError};
 
 /// An AMQP adapter failure.

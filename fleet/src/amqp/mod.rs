@@ -1,4 +1,4 @@
-//! The fleet's RabbitMQ adapter: the [`WorkQueue`](evalfleet_shared::queue::WorkQueue) that
+//! The fleet's RabbitMQ adapter: the [`WorkQueue`](evalfleet_contract::queue::WorkQueue) that
 //! carries one message per example from `evalfleet submit` to the workers (docs/DESIGN.md §1, §3, §8).
 //!
 //! - [`declare_topology`]: the exchanges and queues, declared by every role on every connection;

@@ -11,7 +11,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use evalfleet_shared::queue::Message;
+use evalfleet_contract::queue::Message;
 use lapin::options::BasicPublishOptions;
 use lapin::types::ShortString;
 use lapin::{BasicProperties, Channel, Confirmation};
@@ -131,7 +131,7 @@ pub(crate) async fn publish_confirmed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evalfleet_shared::contract::message;
+    use evalfleet_contract::conformance::message;
 
     #[test]
     fn messages_carry_the_contract_properties() {

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
+use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
 use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
 use lapin::Channel;

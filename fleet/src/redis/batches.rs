@@ -5,11 +5,11 @@
 
 use std::sync::LazyLock;
 
-use evalfleet_shared::batch_store::{
+use evalfleet_contract::batch_store::{
     BatchOverview, BatchRecord, BatchStore, Parking, Question, Queued,
 };
-use evalfleet_shared::judge_cache::BoxFuture;
-use evalfleet_shared::store::StoreError;
+use evalfleet_contract::judge_cache::BoxFuture;
+use evalfleet_contract::store::StoreError;
 use redis::Script;
 
 use super::error::{cmd_err, store_error, RedisError};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use evalfleet_shared::store::StoreError;
+use evalfleet_contract::store::StoreError;
 use redis::{ErrorKind, ServerErrorKind};
 
 #[derive(Debug, thiserror::Error)]
@@ -120,45 +120,9 @@ pub(crate) fn cmd_err<'a>(
     }
 }
 
-/// The URL without its password, for messages and logs (`redis://user:***@host:6379/`).
-pub(crate) fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let shown = if userinfo.contains(':') {
-                format!("{user}:***")
-            } else {
-                "***".to_owned()
-            };
-            format!("{}{shown}{}", &url[..scheme_end + 3], &rest[at..])
-        }
-        None => url.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_never_show() {
-        assert_eq!(
-            redact_url("redis://u:secret@h:6379/0"),
-            "redis://u:***@h:6379/0"
-        );
-        assert_eq!(redact_url("rediss://:secret@h/"), "rediss://:***@h/");
-        assert_eq!(redact_url("redis://secret@h/"), "redis://***@h/");
-        assert_eq!(
-            redact_url("redis://127.0.0.1:6379/"),
-            "redis://127.0.0.1:6379/"
-        );
-    }
 
     #[test]
     fn io_errors_are_transient_and_script_errors_are_not() {

@@ -10,7 +10,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use evalfleet_shared::record::ResultRecord;
+use evalfleet_model::record::ResultRecord;
 use redis::aio::ConnectionManager;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
 use redis::{ErrorKind, ServerErrorKind};

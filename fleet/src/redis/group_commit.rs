@@ -8,8 +8,8 @@
 //! result in it with the same transient-or-permanent verdict, so the consumer loop settles each
 //! message exactly as it did with one call per result.
 
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::store::{PutOutcome, StoreError};
+use evalfleet_contract::store::{PutOutcome, StoreError};
+use evalfleet_model::record::ResultRecord;
 use tokio::sync::{mpsc, oneshot};
 
 use super::error::store_error;

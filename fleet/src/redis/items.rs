@@ -8,9 +8,9 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use evalfleet_shared::record::{Outcome, ResultRecord};
-use evalfleet_shared::report::{ItemSource, ReportError};
-use evalfleet_shared::store::StoreError;
+use evalfleet_contract::store::StoreError;
+use evalfleet_model::record::{Outcome, ResultRecord};
+use evalfleet_report::{ItemSource, ReportError};
 use serde::Deserialize;
 
 use super::error::RedisError;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use evalfleet_shared::judge_cache::{BoxFuture, CachedVerdict, JudgeCache};
+use evalfleet_contract::judge_cache::{BoxFuture, CachedVerdict, JudgeCache};
 use redis::aio::ConnectionManager;
 
 use super::keys::Keys;

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use evalfleet_shared::record::{Outcome, ResultRecord};
-use evalfleet_shared::store::{Counts, PutOutcome};
+use evalfleet_contract::store::{Counts, PutOutcome};
+use evalfleet_model::record::{Outcome, ResultRecord};
 
 use super::{EventStream, RedisConfig, RedisError, RedisStore};
 

@@ -17,7 +17,7 @@ use super::store::RedisStore;
 
 static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/register.lua")));
 
-pub use evalfleet_shared::runs::RunStatus;
+pub use evalfleet_contract::runs::RunStatus;
 
 /// A run as the registry hash holds it. Timestamps are RFC 3339 strings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,14 +14,15 @@ use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::store::{Counts, PutOutcome, ResultStore, StoreError};
+use evalfleet_contract::store::{Counts, PutOutcome, ResultStore, StoreError};
+use evalfleet_model::record::ResultRecord;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 
-use super::error::{cmd_err, redact_url, transient, RedisError};
+use super::error::{cmd_err, transient, RedisError};
 use super::group_commit::GroupCommit;
 use super::keys::Keys;
+use evalfleet_model::redact::redact_url;
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/put.lua")));
 

@@ -26,7 +26,7 @@ pub struct AggregatorArgs {
 }
 
 pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let consumer = format!("{}-{}", hostname(), std::process::id());
@@ -69,12 +69,14 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
             amqp: queue,
         });
         let aggregator = Arc::new(aggregator);
+        let shutdown = crate::shutdown::on_signal();
         tokio::spawn(evalfleet_aggregator::http::serve(
             args.http_addr,
             aggregator.clone(),
+            shutdown.child_token(),
         ));
         tracing::info!(http = %args.http_addr, "aggregator started");
-        aggregator.serve(super::shutdown_signal()).await?;
+        aggregator.serve(shutdown).await?;
         tracing::info!("aggregator stopped");
         Ok(Exit::Success)
     })

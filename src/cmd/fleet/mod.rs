@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use evalfleet_config::Config;
 use evalfleet_fleet::amqp::{AmqpConfig, AmqpQueue};
 use evalfleet_fleet::redis::{RedisConfig, RedisStore};
-use evalfleet_shared::config::Config;
+use evalfleet_model::redact::redact_url;
 
 /// How long a command keeps trying to reach RabbitMQ or Redis at start.
 const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
@@ -55,7 +56,7 @@ impl Endpoints {
         let url = cfg.url.clone();
         RedisStore::connect(cfg, CONNECT_DEADLINE)
             .await
-            .with_context(|| format!("connecting to Redis at {}", redact(&url)))
+            .with_context(|| format!("connecting to Redis at {}", redact_url(&url)))
     }
 
     pub async fn connect_amqp(&self, config: &Config, prefetch: u16) -> anyhow::Result<AmqpQueue> {
@@ -63,35 +64,7 @@ impl Endpoints {
         let url = cfg.url.clone();
         AmqpQueue::connect(cfg, CONNECT_DEADLINE)
             .await
-            .with_context(|| format!("connecting to RabbitMQ at {}", redact(&url)))
-    }
-}
-
-/// A URL without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let creds = &url[scheme + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
+            .with_context(|| format!("connecting to RabbitMQ at {}", redact_url(&url)))
     }
 }
 
@@ -100,19 +73,4 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("starting the async runtime")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn passwords_are_redacted() {
-        assert_eq!(
-            super::redact("amqp://guest:secret@host:5672/%2f"),
-            "amqp://guest:***@host:5672/%2f"
-        );
-        assert_eq!(
-            super::redact("redis://127.0.0.1:6379/"),
-            "redis://127.0.0.1:6379/"
-        );
-    }
 }

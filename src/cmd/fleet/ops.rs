@@ -3,12 +3,12 @@
 use std::path::Path;
 
 use clap::{Args, Subcommand};
+use evalfleet_config::CallMode;
+use evalfleet_contract::batch_store::{BatchPhase, BatchStore};
+use evalfleet_contract::queue::{Message, WorkQueue};
+use evalfleet_contract::store::ResultStore;
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
-use evalfleet_shared::batch_store::{BatchPhase, BatchStore};
-use evalfleet_shared::config::CallMode;
-use evalfleet_shared::queue::{Message, WorkQueue};
-use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::ResultStore;
+use evalfleet_suites::spec::RunSpec;
 
 use super::Endpoints;
 use crate::exit::{BadInput, Exit};
@@ -52,7 +52,7 @@ pub enum DlqAction {
 }
 
 pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let Some(run) = args.run else {
@@ -187,7 +187,7 @@ async fn print_batches(store: &RedisStore, run: &str) -> anyhow::Result<()> {
 }
 
 pub fn report(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let meta = store
@@ -213,7 +213,7 @@ pub fn report(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
 }
 
 pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let meta = store
@@ -246,7 +246,7 @@ pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
 }
 
 pub fn retry(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         store
@@ -270,7 +270,7 @@ pub fn retry(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
 }
 
 pub fn dlq(args: DlqArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let queue = args.endpoints.connect_amqp(&config, 1).await?;
         match args.action {

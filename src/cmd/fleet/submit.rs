@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use evalfleet_config::CallMode;
+use evalfleet_contract::store::ResultStore;
+use evalfleet_dataset::Format;
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
 use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
-use evalfleet_shared::config::CallMode;
-use evalfleet_shared::dataset::Format;
-use evalfleet_shared::spec::RunSpec;
-use evalfleet_shared::store::ResultStore;
+use evalfleet_suites::spec::RunSpec;
 use evalfleet_worker::JudgeMode;
 
 use super::Endpoints;

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use evalfleet_contract::batch_store::BatchStore;
+use evalfleet_contract::judge_cache::JudgeCache;
+use evalfleet_contract::shared_limit::SharedLimiter;
 use evalfleet_fleet::limits::FleetLimits;
 use evalfleet_fleet::redis::RedisJudgeCache;
-use evalfleet_shared::batch_store::BatchStore;
-use evalfleet_shared::judge_cache::JudgeCache;
-use evalfleet_shared::shared_limit::SharedLimiter;
 use evalfleet_worker::coordinator::CoordinatorOptions;
 use evalfleet_worker::service::{FleetWorker, ServiceOptions};
 use evalfleet_worker::WorkerError;
@@ -31,7 +31,7 @@ pub struct WorkerArgs {
 }
 
 pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_shared::config::Config::load(config)?;
+    let config = evalfleet_config::Config::load(config)?;
     let concurrency = args
         .concurrency
         .unwrap_or(config.fleet.worker_concurrency)
@@ -63,9 +63,11 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         let suites = evalfleet_worker::metrics::known_suites(Some(&config.suites_dir));
         evalfleet_worker::metrics::metrics()
             .init_known(suites.iter().map(String::as_str), Some(&config.judges));
+        let shutdown = crate::shutdown::on_signal();
         tokio::spawn(evalfleet_worker::http::serve(
             args.metrics_addr,
             worker.stats.clone(),
+            shutdown.child_token(),
         ));
         tracing::info!(concurrency, "worker started");
         let opts = ServiceOptions {
@@ -76,7 +78,7 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
                 lease: Duration::from_secs_f64(config.fleet.batch_lease_s.max(0.3)),
             },
         };
-        match worker.serve(opts, super::shutdown_signal()).await {
+        match worker.serve(opts, shutdown).await {
             Ok(()) => {
                 tracing::info!("worker stopped");
                 Ok(Exit::Success)

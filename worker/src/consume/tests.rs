@@ -3,14 +3,16 @@
 
 use std::sync::Mutex;
 
-use evalfleet_shared::contract::message;
-use evalfleet_shared::queue::InProcessQueue;
-use evalfleet_shared::record::ResultRecord;
-use evalfleet_shared::store::Counts;
-use evalfleet_shared::suite::{Suite, SuiteKind};
+use evalfleet_contract::conformance::message;
+use evalfleet_contract::queue::InProcessQueue;
+use evalfleet_contract::store::Counts;
+use evalfleet_model::record::ResultRecord;
+use evalfleet_model::suite::SuiteKind;
+use evalfleet_suites::suite::Suite;
 
 use super::*;
 use crate::Judge;
+use tokio_util::sync::CancellationToken;
 
 /// A store that answers its first `fail` puts with `error` and then stores.
 struct Store {
@@ -78,8 +80,8 @@ impl Runs for Fixed {
     async fn park(
         &self,
         _: &Message,
-        _: &[evalfleet_shared::batch_store::Question],
-    ) -> Result<evalfleet_shared::batch_store::Parking, StoreError> {
+        _: &[evalfleet_contract::batch_store::Question],
+    ) -> Result<evalfleet_contract::batch_store::Parking, StoreError> {
         Err(StoreError::Backend("a heuristic judge never parks".into()))
     }
 }
@@ -111,7 +113,7 @@ async fn run(
         runs,
         1,
         stats.clone(),
-        std::future::pending(),
+        CancellationToken::new(),
         Duration::from_secs(5),
     );
     tokio::time::timeout(Duration::from_secs(20), consumers)
@@ -174,7 +176,7 @@ async fn a_shutdown_stops_consuming_and_leaves_the_rest_unstarted() {
         Arc::new(OneRun(pipeline())),
         2,
         stats,
-        async {},
+        cancelled(),
         Duration::from_secs(5),
     );
     tokio::time::timeout(Duration::from_secs(10), consumers)
@@ -182,4 +184,11 @@ async fn a_shutdown_stops_consuming_and_leaves_the_rest_unstarted() {
         .expect("stops at once")
         .expect("no consumer error");
     assert!(store.stored() < 20, "stopped before the end of the queue");
+}
+
+/// A token already cancelled: the shutdown was asked for before the consumers started.
+fn cancelled() -> CancellationToken {
+    let token = CancellationToken::new();
+    token.cancel();
+    token
 }

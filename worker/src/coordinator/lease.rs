@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use evalfleet_shared::batch_store::BatchStore;
+use evalfleet_contract::batch_store::BatchStore;
 use tokio::task::JoinHandle;
 
 use super::CoordinatorOptions;

@@ -20,13 +20,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalfleet_shared::batch_store::{BatchPhase, BatchStore};
-use evalfleet_shared::queue::WorkQueue;
+use evalfleet_contract::batch_store::{BatchPhase, BatchStore};
+use evalfleet_contract::queue::WorkQueue;
 
 use crate::judge::LiveJudge;
 use crate::metrics::metrics;
 use lease::Leases;
 use steps::{Progress, Step};
+use tokio_util::sync::CancellationToken;
 
 /// How often the coordinator looks at the store.
 const TICK: Duration = Duration::from_millis(500);
@@ -48,23 +49,23 @@ pub struct CoordinatorOptions {
     pub lease: Duration,
 }
 
-/// Runs until `shutdown` resolves.
+/// Runs until `shutdown` is cancelled; a step under way is finished first (each is safe to
+/// cut short anyway: the next holder of the lease repairs it).
 pub async fn coordinate<Q, R>(
     store: Arc<dyn BatchStore>,
     queue: Q,
     runs: Arc<R>,
     options: CoordinatorOptions,
-    shutdown: impl Future<Output = ()> + Send,
+    shutdown: CancellationToken,
 ) where
     Q: WorkQueue,
     R: BatchRuns,
 {
     let mut leases = Leases::new(store.clone(), options.clone());
     let mut progress: HashMap<(String, String), Progress> = HashMap::new();
-    tokio::pin!(shutdown);
     loop {
         tokio::select! {
-            () = &mut shutdown => break,
+            () = shutdown.cancelled() => break,
             () = tokio::time::sleep(TICK) => {}
         }
         let run_ids = match store.runs().await {

@@ -2,9 +2,9 @@
 //! store into a batch body spooled on disk, and its results from the download into the store.
 //! A provider batch holds up to 100,000 requests (256 MB); a page is a thousand.
 
-use evalfleet_shared::batch_store::BatchStore;
-use evalfleet_shared::config::Api;
-use evalfleet_shared::store::StoreError;
+use evalfleet_config::Api;
+use evalfleet_contract::batch_store::BatchStore;
+use evalfleet_contract::store::StoreError;
 
 use super::crash_point;
 use super::steps::StepError;

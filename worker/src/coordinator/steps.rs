@@ -19,11 +19,11 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use evalfleet_shared::batch_store::{
+use evalfleet_contract::batch_store::{
     index_of, parked_message, BatchPhase, BatchRecord, BatchStore,
 };
-use evalfleet_shared::queue::{Message, QueueError, WorkQueue};
-use evalfleet_shared::store::StoreError;
+use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
+use evalfleet_contract::store::StoreError;
 
 use super::pages::{spool_batch, spool_head, to_json, Answers, Head, SLICE};
 use super::{crash_point, Seen};

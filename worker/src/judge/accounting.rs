@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use evalfleet_shared::config::Price;
+use evalfleet_config::Price;
 
 /// Micro-dollars: atomic integer arithmetic for a shared running total.
 const MICRO: f64 = 1_000_000.0;

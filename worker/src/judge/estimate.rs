@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use evalfleet_shared::config::{CallMode, JudgeConfig};
-use evalfleet_shared::evaluate::{judge_tasks, Example};
-use evalfleet_shared::suite::Suite;
+use evalfleet_config::{CallMode, JudgeConfig};
+use evalfleet_suites::evaluate::{judge_tasks, Example};
+use evalfleet_suites::suite::Suite;
 use serde::Serialize;
 
 use super::accounting::Accounting;
@@ -114,14 +114,15 @@ pub fn add_example(
 
 #[cfg(test)]
 mod tests {
-    use evalfleet_shared::suite::{Suite, SuiteKind};
+    use evalfleet_model::suite::SuiteKind;
+    use evalfleet_suites::suite::Suite;
 
     use super::*;
 
     #[test]
     fn batch_prices_are_the_discounted_live_ones() {
         let suite = Suite::builtin(SuiteKind::SupportJudge);
-        let example = Example::Support(evalfleet_shared::support::SupportExample {
+        let example = Example::Support(evalfleet_suites::support::SupportExample {
             id: "t1".into(),
             ticket: "My VPN drops every hour.".into(),
             response: "Renew the DHCP lease.".into(),

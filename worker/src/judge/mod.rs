@@ -14,16 +14,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
-use evalfleet_shared::batch_store::Question;
-use evalfleet_shared::config::RetryConfig;
+use evalfleet_config::RetryConfig;
+use evalfleet_contract::batch_store::Question;
 
-use evalfleet_shared::evaluate::{heuristic_verdict, Example, JudgeTask};
-use evalfleet_shared::record::{Scores, Usage};
+use evalfleet_model::record::{Scores, Usage};
+use evalfleet_suites::evaluate::{heuristic_verdict, Example, JudgeTask};
 
-pub use evalfleet_shared::judge_cache as cache;
+pub use evalfleet_contract::judge_cache as cache;
 pub use live::LiveJudge;
 
-pub use evalfleet_shared::spec::JudgeMode;
+pub use evalfleet_suites::spec::JudgeMode;
 
 /// What judging one example produced and cost. `attempts` counts judge calls made.
 #[derive(Debug, Clone, Default)]

@@ -1,6 +1,6 @@
 //! Judge prompts: one dimension, one rubric, the judged texts fenced as data.
 //!
-//! The judged texts are untrusted; [`evalfleet_shared::delimit`] wraps each in its own tag and
+//! The judged texts are untrusted; [`evalfleet_suites::delimit`] wraps each in its own tag and
 //! neutralises anything inside that could close a block early. A built-in suite's prompt puts
 //! each field in its own block; a custom suite's template writes the body, with its judged fields
 //! delimited in place. Everything around the body — the role, the rubric, the reply format — is
@@ -9,9 +9,9 @@
 
 use std::fmt::Write as _;
 
-use evalfleet_shared::delimit::{block, tag_name};
-use evalfleet_shared::evaluate::JudgeTask;
-use evalfleet_shared::suite::Dimension;
+use evalfleet_model::suite::Dimension;
+use evalfleet_suites::delimit::{block, tag_name};
+use evalfleet_suites::evaluate::JudgeTask;
 use sha2::{Digest, Sha256};
 
 /// A judge prompt: the system message (role, rubric, answer format) and the user message (the
@@ -166,9 +166,10 @@ fn find_range(system: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use evalfleet_shared::evaluate::{judge_tasks, Evaluator, Example};
-    use evalfleet_shared::routing::ProviderRules;
-    use evalfleet_shared::suite::{Suite, SuiteKind};
+    use evalfleet_model::routing::ProviderRules;
+    use evalfleet_model::suite::SuiteKind;
+    use evalfleet_suites::evaluate::{judge_tasks, Evaluator, Example};
+    use evalfleet_suites::suite::Suite;
     use serde_json::{json, Value};
 
     use super::*;

@@ -19,7 +19,7 @@ pub(crate) use pack::IDLE;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalfleet_shared::config::{Api, BatchConfig, RetryConfig};
+use evalfleet_config::{Api, BatchConfig, RetryConfig};
 use tokio::sync::{mpsc, oneshot};
 
 use super::provider::batch::BatchItem;

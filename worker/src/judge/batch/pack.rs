@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use evalfleet_shared::config::Api;
+use evalfleet_config::Api;
 
 use super::Waiting;
 

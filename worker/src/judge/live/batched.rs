@@ -13,8 +13,8 @@
 
 use std::sync::atomic::Ordering;
 
-use evalfleet_shared::batch_store::{BatchStore, Question};
-use evalfleet_shared::config::BatchFallback;
+use evalfleet_config::BatchFallback;
+use evalfleet_contract::batch_store::{BatchStore, Question};
 
 use super::{LiveJudge, ProviderRuntime, Reply, Tally};
 use crate::judge::prompt::Prompt;

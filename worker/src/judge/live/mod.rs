@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use backon::Retryable;
-use evalfleet_shared::config::{CallMode, JudgeConfig, ProviderConfig};
-use evalfleet_shared::evaluate::{Example, JudgeTask};
-use evalfleet_shared::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
-use evalfleet_shared::shared_limit::SharedLimiter;
+use evalfleet_config::{CallMode, JudgeConfig, ProviderConfig};
+use evalfleet_contract::shared_limit::SharedLimiter;
+use evalfleet_model::record::{JudgeId, PanelVerdict, Score, Scores, Usage};
+use evalfleet_suites::evaluate::{Example, JudgeTask};
 
 use super::accounting::Accounting;
 use super::batch::{Batcher, BatcherOptions};
@@ -30,7 +30,7 @@ use super::provider::{CallError, ChatRequest, Completion, ProviderClient, TokenU
 use super::reply::parse_verdict;
 use super::{JudgeFailure, JudgeOutcome};
 use crate::metrics::metrics;
-use evalfleet_shared::batch_store::BatchStore;
+use evalfleet_contract::batch_store::BatchStore;
 
 /// One judge provider as the run uses it: its client, its model and its admission control.
 pub struct ProviderRuntime {
@@ -526,7 +526,7 @@ fn retry_reason(e: &CallError) -> String {
 
 /// The dimension's score from its judges' verdicts: the single verdict, or with a panel the
 /// mean of the scored ones (each judge's raw verdict kept for the agreement statistics).
-fn combine(dim: &evalfleet_shared::suite::Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
+fn combine(dim: &evalfleet_model::suite::Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
     let reported = |raw: i64| {
         if dim.unit {
             (raw - dim.min) as f64 / (dim.max - dim.min) as f64

@@ -8,7 +8,7 @@
 //! retries and polling. A batch's results are decoded with the same response parsers as the
 //! live calls, so a reply means the same whichever way it came.
 
-use evalfleet_shared::config::Api;
+use evalfleet_config::Api;
 use reqwest::header::AUTHORIZATION;
 use serde::Serialize;
 use serde_json::Value;

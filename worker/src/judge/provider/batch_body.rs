@@ -8,7 +8,7 @@
 
 use std::io::{self, BufWriter, Write};
 
-use evalfleet_shared::config::Api;
+use evalfleet_config::Api;
 use tempfile::{NamedTempFile, TempPath};
 
 /// The bytes a batch of encoded lines is sent as, beyond the lines themselves.

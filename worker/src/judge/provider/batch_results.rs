@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
-use evalfleet_shared::config::Api;
+use evalfleet_config::Api;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! The batch lines' framing and the decoding of result lines, without a server (the round trips
 //! over sockets are in `worker/tests/batch_client.rs`).
 
-use evalfleet_shared::config::Api;
+use evalfleet_config::Api;
 use serde_json::Value;
 
 use super::batch::*;

@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use super::*;
 
 fn config(api: Api, base_url: &str) -> ProviderConfig {
-    let mut c = evalfleet_shared::config::JudgeConfig::default().providers[match api {
+    let mut c = evalfleet_config::JudgeConfig::default().providers[match api {
         Api::Openai => "openai",
         Api::Anthropic => "anthropic",
     }]

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use evalfleet_shared::config::Api;
+use evalfleet_config::Api;
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 

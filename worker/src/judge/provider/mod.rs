@@ -25,7 +25,8 @@ mod openai;
 
 use std::time::Duration;
 
-use evalfleet_shared::config::{Api, ProviderConfig};
+use evalfleet_config::{Api, ProviderConfig};
+use evalfleet_model::redact::redact_url;
 use reqwest::header::{HeaderValue, AUTHORIZATION};
 
 use super::prompt::Prompt;
@@ -261,11 +262,12 @@ impl ProviderClient {
 /// that already ends in `/v1` is accepted too).
 fn endpoint(api: Api, base_url: &str) -> Result<String, ClientError> {
     let base = base_url.trim().trim_end_matches('/');
+    let shown = redact_url(base_url);
     let url = reqwest::Url::parse(base)
-        .map_err(|e| ClientError(format!("base_url '{base_url}' is not a URL: {e}")))?;
+        .map_err(|e| ClientError(format!("base_url '{shown}' is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(ClientError(format!(
-            "base_url '{base_url}' must be http:// or https://"
+            "base_url '{shown}' must be http:// or https://"
         )));
     }
     Ok(match api {

@@ -1,0 +1,269 @@
+//! The work queue seam: one message per example, acknowledged only once its result is stored.
+//!
+//! `WorkQueue` has two implementations: RabbitMQ for the fleet and [`InProcessQueue`] for the
+//! embedded `run`. Both give the same guarantees a worker relies on — at-least-once delivery,
+//! `ack` / `requeue` / `reject` per message, and one way to stop: [`WorkQueue::stop_consuming`]
+//! — so one consumer loop serves both.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use evalfleet_suites::evaluate::Example;
+
+/// The message body of docs/DESIGN.md §3, version 2: `{"v":2, "run_id", "index", "suite",
+/// "example": {...}}`, where `example` is the producer's typed [`Example`] (validated once, at
+/// submit) rather than the raw record of version 1; a log-analysis example names its scenario
+/// by digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub v: u32,
+    pub run_id: String,
+    pub index: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub suite: String,
+    pub example: Example,
+}
+
+impl Message {
+    pub const VERSION: u32 = 2;
+
+    /// `message_id` of docs/DESIGN.md §3: `<run_id>/<index>`.
+    pub fn message_id(&self) -> String {
+        format!("{}/{}", self.run_id, self.index)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("the queue is closed")]
+    Closed,
+    #[error("queue error: {0}")]
+    Backend(String),
+}
+
+/// One delivered message and the means to settle it.
+pub trait Delivery: Send + Sync + 'static {
+    fn message(&self) -> &Message;
+    /// Whether the broker delivered this message before (a worker died or requeued it).
+    fn redelivered(&self) -> bool;
+    /// The result is durably stored: remove the message.
+    fn ack(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    /// A transient failure: deliver the message again later.
+    fn requeue(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    /// A poison message: send it to the dead-letter queue.
+    fn reject(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+pub trait WorkQueue: Send + Sync + 'static {
+    type Delivery: Delivery;
+    /// Publishes a batch; returns once every message is confirmed.
+    fn publish(&self, batch: Vec<Message>) -> impl Future<Output = Result<(), QueueError>> + Send;
+    /// The next delivery, or None once the queue is drained and closed, or consuming stopped.
+    fn next(&self) -> impl Future<Output = Result<Option<Self::Delivery>, QueueError>> + Send;
+    /// Stops consuming (graceful shutdown): messages not handed out yet go back to the queue
+    /// for other consumers at once, deliveries already handed out can still be settled, and
+    /// `next()` returns None from now on.
+    fn stop_consuming(&self) -> impl Future<Output = Result<(), QueueError>> + Send;
+}
+
+/// The embedded queue: publishers wait while `capacity` chunks are queued (so memory stays flat
+/// however large the dataset), requeues never wait (so consumers cannot deadlock on a full
+/// channel), and it closes itself once the producer is done and every message is settled.
+///
+/// Messages travel in chunks of up to `chunk`: handing examples over one by one costs a thread
+/// wake-up each, more than a heuristic evaluation itself. A consumer works through its chunk
+/// alone, so `chunk` is 1 when evaluations wait on the network (one slow judge call must not hold
+/// other messages back) and larger when they are CPU-bound. Each clone has its own chunk buffer:
+/// give every consumer task its own clone.
+pub struct InProcessQueue {
+    inner: Arc<Inner>,
+    local: Mutex<std::collections::VecDeque<(Message, bool)>>,
+}
+
+impl Clone for InProcessQueue {
+    fn clone(&self) -> Self {
+        InProcessQueue {
+            inner: self.inner.clone(),
+            local: Mutex::new(Default::default()),
+        }
+    }
+}
+
+type Chunk = Vec<(Message, bool)>;
+
+struct Inner {
+    tx: async_channel::Sender<Chunk>,
+    rx: async_channel::Receiver<Chunk>,
+    chunk: usize,
+    /// One token per queued chunk of first deliveries; a full channel here is the publisher's
+    /// backpressure.
+    permits: (async_channel::Sender<()>, async_channel::Receiver<()>),
+    /// Published but not yet acked or rejected.
+    outstanding: AtomicU64,
+    producer_done: AtomicBool,
+    /// `stop_consuming` was called: nothing more is handed out.
+    stopped: AtomicBool,
+    dead: Mutex<Vec<Message>>,
+}
+
+impl InProcessQueue {
+    /// A queue holding at most `capacity` messages in chunks of `chunk`.
+    pub fn new(capacity: usize, chunk: usize) -> Self {
+        let chunk = chunk.max(1);
+        let (tx, rx) = async_channel::unbounded();
+        InProcessQueue {
+            inner: Arc::new(Inner {
+                tx,
+                rx,
+                chunk,
+                permits: async_channel::bounded(capacity.div_ceil(chunk).max(1)),
+                outstanding: AtomicU64::new(0),
+                producer_done: AtomicBool::new(false),
+                stopped: AtomicBool::new(false),
+                dead: Mutex::new(Vec::new()),
+            }),
+            local: Mutex::new(Default::default()),
+        }
+    }
+
+    /// No more messages will be published: the queue closes once the rest are settled, and
+    /// `next()` then returns None (the end of the input, not a stop: see `stop_consuming`).
+    pub fn finish_publishing(&self) {
+        self.inner.producer_done.store(true, Ordering::SeqCst);
+        self.inner.close_if_drained();
+    }
+
+    /// Messages rejected as poison.
+    pub fn dead_letters(&self) -> Vec<Message> {
+        self.inner
+            .dead
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Inner {
+    fn settle(&self) {
+        self.outstanding.fetch_sub(1, Ordering::SeqCst);
+        self.close_if_drained();
+    }
+
+    fn close_if_drained(&self) {
+        if self.producer_done.load(Ordering::SeqCst) && self.outstanding.load(Ordering::SeqCst) == 0
+        {
+            self.tx.close();
+        }
+    }
+}
+
+impl WorkQueue for InProcessQueue {
+    type Delivery = InProcessDelivery;
+
+    async fn publish(&self, batch: Vec<Message>) -> Result<(), QueueError> {
+        let mut batch = batch.into_iter().map(|m| (m, false)).peekable();
+        while batch.peek().is_some() {
+            let chunk: Chunk = batch.by_ref().take(self.inner.chunk).collect();
+            self.inner
+                .permits
+                .0
+                .send(())
+                .await
+                .map_err(|_| QueueError::Closed)?;
+            let n = chunk.len() as u64;
+            self.inner.outstanding.fetch_add(n, Ordering::SeqCst);
+            if self.inner.tx.try_send(chunk).is_err() {
+                self.inner.outstanding.fetch_sub(n, Ordering::SeqCst);
+                return Err(QueueError::Closed);
+            }
+        }
+        Ok(())
+    }
+
+    async fn next(&self) -> Result<Option<InProcessDelivery>, QueueError> {
+        let local = || {
+            self.local
+                .lock()
+                .map_err(|_| QueueError::Backend("queue buffer lock poisoned".into()))
+        };
+        if self.inner.stopped.load(Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let buffered = local()?.pop_front();
+        let (message, redelivered) = match buffered {
+            Some(item) => item,
+            None => {
+                let Ok(chunk) = self.inner.rx.recv().await else {
+                    return Ok(None);
+                };
+                if self.inner.stopped.load(Ordering::SeqCst) {
+                    // Nobody else consumes this process's queue: what is left is abandoned.
+                    return Ok(None);
+                }
+                if chunk.iter().any(|(_, redelivered)| !redelivered) {
+                    let _ = self.inner.permits.1.try_recv();
+                }
+                let mut buffer = local()?;
+                buffer.extend(chunk);
+                match buffer.pop_front() {
+                    Some(item) => item,
+                    None => return Err(QueueError::Backend("received an empty chunk".into())),
+                }
+            }
+        };
+        Ok(Some(InProcessDelivery {
+            queue: self.inner.clone(),
+            message,
+            redelivered,
+        }))
+    }
+
+    /// There is no other consumer of an in-process queue to hand messages to: stopping ends
+    /// every consumer's `next()` (the run is abandoned, as on Ctrl-C).
+    async fn stop_consuming(&self) -> Result<(), QueueError> {
+        self.inner.stopped.store(true, Ordering::SeqCst);
+        self.inner.tx.close();
+        Ok(())
+    }
+}
+
+pub struct InProcessDelivery {
+    queue: Arc<Inner>,
+    message: Message,
+    redelivered: bool,
+}
+
+impl Delivery for InProcessDelivery {
+    fn message(&self) -> &Message {
+        &self.message
+    }
+
+    fn redelivered(&self) -> bool {
+        self.redelivered
+    }
+
+    async fn ack(self) -> Result<(), QueueError> {
+        self.queue.settle();
+        Ok(())
+    }
+
+    async fn requeue(self) -> Result<(), QueueError> {
+        // Still outstanding, so the channel cannot have closed under us; unbounded, so no wait.
+        self.queue
+            .tx
+            .try_send(vec![(self.message, true)])
+            .map_err(|_| QueueError::Closed)
+    }
+
+    async fn reject(self) -> Result<(), QueueError> {
+        if let Ok(mut dead) = self.queue.dead.lock() {
+            dead.push(self.message);
+        }
+        self.queue.settle();
+        Ok(())
+    }
+}

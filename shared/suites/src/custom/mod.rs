@@ -1,0 +1,232 @@
+//! User-defined ("custom") suites: a suite file describes the records (typed fields at paths),
+//! the judge's prompts (Jinja templates over those fields) and deterministic checks, and the rest
+//! of evalfleet — both modes, live judges, gates, reports, metrics — works for it unchanged.
+//!
+//! [`CustomSuite`] is the compiled form: it serialises as the spec the user wrote (so the run's
+//! spec in Redis carries it to every worker) and compiles again on deserialisation, so a worker
+//! never holds a custom suite whose templates or checks did not compile.
+
+pub mod checks;
+pub mod init;
+mod record;
+pub mod spec;
+mod template;
+
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+
+pub use checks::{Check, CheckSpec};
+pub use record::{text_of, CustomExample};
+pub use spec::{DimensionSpec, FieldSpec, FieldType, JudgeSpec, RecordSpec, Scale};
+
+use evalfleet_model::record::Metrics;
+use evalfleet_model::routing::ProviderRules;
+use evalfleet_model::suite::{Dimension, Grouping};
+use record::RecordPlan;
+use template::Templates;
+
+/// A custom suite's own sections, as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CustomSpec {
+    pub record: RecordSpec,
+    #[serde(default)]
+    pub judge: JudgeSpec,
+    #[serde(default)]
+    pub checks: Vec<CheckSpec>,
+}
+
+/// A check bound to the declared fields it reads.
+#[derive(Debug)]
+struct BoundCheck {
+    check: Check,
+    field: usize,
+    reference: Option<usize>,
+}
+
+/// A compiled custom suite.
+#[derive(Debug)]
+pub struct CustomSuite {
+    spec: CustomSpec,
+    plan: RecordPlan,
+    templates: Templates,
+    checks: Vec<BoundCheck>,
+}
+
+impl CustomSuite {
+    /// Compiles the spec: paths, templates, checks. Every error names its key.
+    pub fn compile(spec: CustomSpec) -> Result<CustomSuite, String> {
+        let plan = RecordPlan::new(&spec.record)?;
+        let mut seen: Vec<&str> = Vec::new();
+        for d in &spec.judge.dimensions {
+            if seen.contains(&d.name.as_str()) {
+                return Err(format!("judge.dimensions: '{}' is listed twice", d.name));
+            }
+            seen.push(&d.name);
+            d.range()?;
+            if d.rubric.trim().is_empty() {
+                return Err(format!("judge dimension '{}': 'rubric' is empty", d.name));
+            }
+        }
+        let templates = Templates::compile(&spec.judge, &plan)?;
+        let mut checks = Vec::with_capacity(spec.checks.len());
+        for c in &spec.checks {
+            if seen.contains(&c.name.as_str()) {
+                return Err(format!(
+                    "check '{}': the name is already a judge dimension or another check",
+                    c.name
+                ));
+            }
+            seen.push(&c.name);
+            let check = Check::compile(c)?;
+            let bind = |name: &str| {
+                plan.index_of(name).ok_or_else(|| {
+                    format!(
+                        "check '{}': '{name}' is not a field in record.fields",
+                        c.name
+                    )
+                })
+            };
+            let field = bind(&check.field)?;
+            let reference = check.reference.as_deref().map(bind).transpose()?;
+            checks.push(BoundCheck {
+                check,
+                field,
+                reference,
+            });
+        }
+        Ok(CustomSuite {
+            spec,
+            plan,
+            templates,
+            checks,
+        })
+    }
+
+    pub fn spec(&self) -> &CustomSpec {
+        &self.spec
+    }
+
+    /// The judge dimensions as the rest of evalfleet sees them (name, integer scale, rubric).
+    pub fn dimensions(&self) -> Result<Vec<Dimension>, String> {
+        self.spec
+            .judge
+            .dimensions
+            .iter()
+            .map(|d| {
+                let (min, max) = d.range()?;
+                Ok(Dimension {
+                    name: d.name.clone(),
+                    min,
+                    max,
+                    unit: false,
+                    rubric: d.rubric.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// The names a gate may test: the judge dimensions and the checks.
+    pub fn metric_names(&self) -> impl Iterator<Item = &str> {
+        self.spec
+            .judge
+            .dimensions
+            .iter()
+            .map(|d| d.name.as_str())
+            .chain(self.spec.checks.iter().map(|c| c.name.as_str()))
+    }
+
+    /// (CSV column, type) of every declared field.
+    pub fn columns(&self) -> impl Iterator<Item = (&str, FieldType)> {
+        self.plan.columns()
+    }
+
+    /// Validates one record; Err is the skip reason.
+    pub fn parse(
+        &self,
+        value: &Value,
+        rules: &ProviderRules,
+        group_by: &[Grouping],
+    ) -> Result<CustomExample, String> {
+        self.plan.parse(value, rules, group_by)
+    }
+
+    /// Every check's value for one example, in suite order; null where its field is absent.
+    pub fn check_metrics(&self, e: &CustomExample) -> Metrics {
+        Metrics(
+            self.checks
+                .iter()
+                .map(|b| {
+                    let field = e.values[b.field].as_ref();
+                    let reference = b.reference.and_then(|r| e.values[r].as_ref());
+                    (b.check.name.clone(), b.check.eval(field, reference))
+                })
+                .collect(),
+        )
+    }
+
+    /// The judge's opening line, when the suite replaces it.
+    pub fn system(&self) -> Option<&str> {
+        self.spec.judge.system.as_deref()
+    }
+
+    /// The judged fields of dimension `dim` (name, text), in declaration order.
+    pub fn judged<'a>(&'a self, dim: usize, e: &'a CustomExample) -> Vec<(&'a str, Cow<'a, str>)> {
+        self.texts(&self.templates.dims[dim].judged, e)
+    }
+
+    /// The other fields the template of dimension `dim` shows the judge (context, not judged).
+    pub fn context<'a>(&'a self, dim: usize, e: &'a CustomExample) -> Vec<(&'a str, Cow<'a, str>)> {
+        let t = &self.templates.dims[dim];
+        let others: Vec<usize> = t
+            .used
+            .iter()
+            .copied()
+            .filter(|i| !t.judged.contains(i))
+            .collect();
+        self.texts(&others, e)
+    }
+
+    /// The tags of dimension `dim`'s judged fields.
+    pub fn tags(&self, dim: usize) -> &[String] {
+        &self.templates.dims[dim].tags
+    }
+
+    /// Dimension `dim`'s template rendered for one example (the judge's user message body).
+    pub fn render(&self, dim: usize, e: &CustomExample) -> Result<String, String> {
+        let name = &self.spec.judge.dimensions[dim].name;
+        self.templates.render(dim, name, &self.plan, &e.values)
+    }
+
+    fn texts<'a>(&'a self, fields: &[usize], e: &'a CustomExample) -> Vec<(&'a str, Cow<'a, str>)> {
+        let names: Vec<&str> = self.plan.names().collect();
+        fields
+            .iter()
+            .map(|&i| {
+                let text = e.values[i].as_ref().map(text_of).unwrap_or_default();
+                (names[i], text)
+            })
+            .collect()
+    }
+}
+
+impl PartialEq for CustomSuite {
+    fn eq(&self, other: &Self) -> bool {
+        self.spec == other.spec
+    }
+}
+
+impl Serialize for CustomSuite {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.spec.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CustomSuite {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let spec = CustomSpec::deserialize(d)?;
+        CustomSuite::compile(spec).map_err(serde::de::Error::custom)
+    }
+}
