@@ -52,7 +52,7 @@ fn gauge(queue: &str, state: &str) -> Option<i64> {
     metrics().queue_depth(queue, state)
 }
 
-async fn aggregator(depths: QueueDepthReader) -> Aggregator {
+async fn aggregator(depths: QueueDepthReader) -> Aggregator<RedisStore, QueueDepthReader> {
     let store = RedisStore::connect(
         RedisConfig {
             url: "redis://127.0.0.1:6379/".into(),

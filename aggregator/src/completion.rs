@@ -3,20 +3,23 @@
 //! lock, after checking that nobody finished it in the meantime, releasing the lock whatever
 //! happened so that a failed attempt is retried by the next sweep.
 //!
-//! The registry is behind [`Registry`], so these rules are tested without Redis.
+//! Completion sees the contracts through [`Registry`], the few questions it asks of them, so
+//! these rules are tested with a registry whose answers change between two questions (another
+//! aggregator finishing a run meanwhile), without Redis.
 
 use std::future::Future;
 use std::time::Duration;
 
+use evalfleet_contract::registry::{RunMeta, RunRegistry, RunStatus};
 use evalfleet_contract::store::{Counts, ResultStore};
-use evalfleet_fleet::redis::{RedisStore, RunMeta, RunStatus};
 
 use crate::AggregatorError;
 
 /// How long a report lock is held at most (a crashed holder's lock expires).
 pub(crate) const REPORT_LOCK_TTL: Duration = Duration::from_secs(600);
 
-/// What completion needs from the run registry.
+/// What completion asks of the run registry and the result store (any pair of contracts
+/// answers it: see the blanket implementation below).
 pub trait Registry: Send + Sync {
     /// The latest runs.
     fn runs(&self) -> impl Future<Output = Result<Vec<RunMeta>, AggregatorError>> + Send;
@@ -88,9 +91,9 @@ where
     Ok(())
 }
 
-impl Registry for RedisStore {
+impl<S: RunRegistry + ResultStore> Registry for S {
     async fn runs(&self) -> Result<Vec<RunMeta>, AggregatorError> {
-        Ok(RedisStore::runs(self, 1000).await?)
+        Ok(RunRegistry::runs(self, 1000).await?)
     }
 
     async fn counts(&self, run: &str) -> Result<Counts, AggregatorError> {
@@ -103,15 +106,15 @@ impl Registry for RedisStore {
     }
 
     async fn status(&self, run: &str) -> Result<Option<RunStatus>, AggregatorError> {
-        Ok(self.run(run).await?.map(|m| m.status))
+        Ok(RunRegistry::run(self, run).await?.map(|m| m.status))
     }
 
     async fn try_lock_report(&self, run: &str, owner: &str) -> Result<bool, AggregatorError> {
-        Ok(RedisStore::try_lock_report(self, run, owner, REPORT_LOCK_TTL).await?)
+        Ok(RunRegistry::try_lock_report(self, run, owner, REPORT_LOCK_TTL).await?)
     }
 
     async fn release_report_lock(&self, run: &str, owner: &str) -> Result<(), AggregatorError> {
-        RedisStore::release_report_lock(self, run, owner).await?;
+        RunRegistry::release_report_lock(self, run, owner).await?;
         Ok(())
     }
 }

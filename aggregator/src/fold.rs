@@ -6,7 +6,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use evalfleet_contract::runs::RunStatus;
+use evalfleet_contract::registry::RunStatus;
 use evalfleet_contract::spill::Spill;
 use evalfleet_model::record::ResultRecord;
 use evalfleet_report::aggregate::RunAggregator;

@@ -1,8 +1,8 @@
 //! Run gauges: an active run's counts, progress and pass rate, and the mean judge scores its
 //! results show so far (`evalfleet_run_*`, `evalfleet_score_mean`).
 
+use evalfleet_contract::registry::RunMeta;
 use evalfleet_contract::store::Counts;
-use evalfleet_fleet::redis::RunMeta;
 
 use crate::fold::Tracked;
 use crate::metrics::metrics;

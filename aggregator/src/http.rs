@@ -1,6 +1,7 @@
 //! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`,
-//! `/runs/{a}/compare/{b}`, `/metrics`, `/healthz`, `/readyz`. Everything is read from Redis (and the report from the reports directory), so any
-//! aggregator answers for any run, and a restarted one answers at once.
+//! `/runs/{a}/compare/{b}`, `/metrics`, `/healthz`, `/readyz`. Everything is read from the run
+//! registry and the result store (Redis in the fleet) and the report from the reports directory,
+//! so any aggregator answers for any run, and a restarted one answers at once.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,33 +11,38 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
+use evalfleet_contract::registry::{RunMeta, RunRegistry};
 use evalfleet_contract::store::ResultStore;
 use serde_json::json;
 
-use crate::service::Aggregator;
 use tokio_util::sync::CancellationToken;
 
-pub fn router(aggregator: Arc<Aggregator>) -> Router {
+/// What the API reads: the run registry and the results' counts.
+pub trait Runs: RunRegistry + ResultStore {}
+
+impl<S: RunRegistry + ResultStore> Runs for S {}
+
+pub fn router<S: Runs>(runs_of: Arc<S>) -> Router {
     Router::new()
-        .route("/runs", get(runs))
-        .route("/runs/{id}", get(run))
-        .route("/runs/{id}/report", get(report))
-        .route("/runs/{base}/compare/{new}", get(compare))
+        .route("/runs", get(runs::<S>))
+        .route("/runs/{id}", get(run::<S>))
+        .route("/runs/{id}/report", get(report::<S>))
+        .route("/runs/{base}/compare/{new}", get(compare::<S>))
         .route("/metrics", get(prometheus_text))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready))
-        .with_state(aggregator)
+        .route("/readyz", get(ready::<S>))
+        .with_state(runs_of)
 }
 
 /// Serves the API on `addr` until `shutdown` is cancelled.
-pub async fn serve(
+pub async fn serve<S: Runs>(
     addr: SocketAddr,
-    aggregator: Arc<Aggregator>,
+    runs_of: Arc<S>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "aggregator HTTP API listening");
-    axum::serve(listener, router(aggregator))
+    axum::serve(listener, router(runs_of))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }
@@ -49,8 +55,8 @@ fn unavailable(e: impl std::fmt::Display) -> Response {
         .into_response()
 }
 
-async fn runs(State(a): State<Arc<Aggregator>>) -> Response {
-    match a.store().runs(100).await {
+async fn runs<S: Runs>(State(a): State<Arc<S>>) -> Response {
+    match a.runs(100).await {
         Ok(runs) => Json(json!({"runs": runs})).into_response(),
         Err(e) => unavailable(e),
     }
@@ -58,8 +64,8 @@ async fn runs(State(a): State<Arc<Aggregator>>) -> Response {
 
 /// The run's registry entry, or the response saying why there is none (404, or 503 when Redis
 /// cannot be read).
-async fn registered(a: &Aggregator, id: &str) -> Result<evalfleet_fleet::redis::RunMeta, Response> {
-    match a.store().run(id).await {
+async fn registered<S: Runs>(a: &S, id: &str) -> Result<RunMeta, Response> {
+    match a.run(id).await {
         Ok(Some(meta)) => Ok(meta),
         Ok(None) => Err((
             StatusCode::NOT_FOUND,
@@ -70,12 +76,12 @@ async fn registered(a: &Aggregator, id: &str) -> Result<evalfleet_fleet::redis::
     }
 }
 
-async fn run(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Response {
-    let meta = match registered(&a, &id).await {
+async fn run<S: Runs>(State(a): State<Arc<S>>, Path(id): Path<String>) -> Response {
+    let meta = match registered(a.as_ref(), &id).await {
         Ok(meta) => meta,
         Err(response) => return response,
     };
-    let counts = match a.store().counts(&id).await {
+    let counts = match a.counts(&id).await {
         Ok(c) => c,
         Err(e) => return unavailable(e),
     };
@@ -87,12 +93,12 @@ async fn run(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Respon
         .into_response()
 }
 
-async fn report(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Response {
-    let meta = match registered(&a, &id).await {
+async fn report<S: Runs>(State(a): State<Arc<S>>, Path(id): Path<String>) -> Response {
+    let meta = match registered(a.as_ref(), &id).await {
         Ok(meta) => meta,
         Err(response) => return response,
     };
-    let dir = match a.store().field(&id, "report_dir").await {
+    let dir = match a.report_dir(&id).await {
         Ok(dir) => dir,
         Err(e) => return unavailable(e),
     };
@@ -119,9 +125,9 @@ async fn report(State(a): State<Arc<Aggregator>>, Path(id): Path<String>) -> Res
 
 /// Where a registered run's report.json is, or the response saying why there is none: 404 for
 /// an unknown run, 409 for a run whose report is not written yet.
-async fn report_path(a: &Aggregator, id: &str) -> Result<std::path::PathBuf, Response> {
+async fn report_path<S: Runs>(a: &S, id: &str) -> Result<std::path::PathBuf, Response> {
     let meta = registered(a, id).await?;
-    match a.store().field(id, "report_dir").await {
+    match a.report_dir(id).await {
         Ok(Some(dir)) => Ok(std::path::Path::new(&dir).join("report.json")),
         Ok(None) => Err((
             StatusCode::CONFLICT,
@@ -142,16 +148,16 @@ struct GateQuery {
 /// compare.json of two finished runs (BASE `base`, NEW `new`): 404 for an unknown run, 409 for
 /// a run without a report yet, 422 when the reports cannot be compared (different suites, no
 /// common items, an unreadable report).
-async fn compare(
-    State(a): State<Arc<Aggregator>>,
+async fn compare<S: Runs>(
+    State(a): State<Arc<S>>,
     Path((base, new)): Path<(String, String)>,
     Query(q): Query<GateQuery>,
 ) -> Response {
-    let base = match report_path(&a, &base).await {
+    let base = match report_path(a.as_ref(), &base).await {
         Ok(p) => p,
         Err(response) => return response,
     };
-    let new = match report_path(&a, &new).await {
+    let new = match report_path(a.as_ref(), &new).await {
         Ok(p) => p,
         Err(response) => return response,
     };
@@ -191,8 +197,8 @@ async fn prometheus_text() -> Response {
         .into_response()
 }
 
-async fn ready(State(a): State<Arc<Aggregator>>) -> Response {
-    match a.store().runs(1).await {
+async fn ready<S: Runs>(State(a): State<Arc<S>>) -> Response {
+    match a.runs(1).await {
         Ok(_) => "ready".into_response(),
         Err(e) => unavailable(e),
     }

@@ -14,7 +14,7 @@ pub mod service;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use evalfleet_fleet::redis::RedisError;
+use evalfleet_contract::store::StoreError;
 use evalfleet_model::record::ResultRecord;
 use evalfleet_report::aggregate::RunAggregator;
 use evalfleet_report::{ReportError, ReportInput};
@@ -22,7 +22,7 @@ use evalfleet_report::{ReportError, ReportInput};
 #[derive(Debug, thiserror::Error)]
 pub enum AggregatorError {
     #[error(transparent)]
-    Redis(#[from] RedisError),
+    Store(#[from] StoreError),
     #[error("writing the reports of run '{run}': {message}")]
     Report { run: String, message: String },
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use evalfleet_fleet::redis::RunMeta;
+use evalfleet_contract::registry::RunMeta;
 use evalfleet_report::aggregate::RunAggregator;
 use evalfleet_report::{ItemSource, ReportFile, ReportInput, RunInfo};
 use evalfleet_suites::spec::RunSpec;
@@ -73,7 +73,7 @@ pub fn write_run_reports(
 
 #[cfg(test)]
 mod tests {
-    use evalfleet_fleet::redis::RunStatus;
+    use evalfleet_contract::registry::RunStatus;
     use evalfleet_model::record::ResultRecord;
 
     use super::*;

@@ -13,9 +13,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use evalfleet_contract::store::Counts;
-use evalfleet_fleet::amqp::depth::QueueDepthReader;
-use evalfleet_fleet::redis::{Event, EventStream, RedisStore, RunItems, RunMeta};
+use evalfleet_contract::depth::QueueDepths;
+use evalfleet_contract::events::{EventReader, ResultEvent, ResultEvents};
+use evalfleet_contract::registry::{RunMeta, RunRegistry, Verdict};
+use evalfleet_contract::store::{Counts, ResultStore};
 use evalfleet_suites::spec::RunSpec;
 
 use crate::fold::{worth_following, Folding};
@@ -47,16 +48,22 @@ pub struct AggregatorOptions {
     pub claim_after: Duration,
 }
 
-pub struct Aggregator {
-    store: RedisStore,
+/// What the fleet aggregator reads results through: the run registry, the result store and
+/// the results' events (Redis in the fleet).
+pub trait Results: ResultStore + RunRegistry + ResultEvents + Clone {}
+
+impl<S: ResultStore + RunRegistry + ResultEvents + Clone> Results for S {}
+
+pub struct Aggregator<S, D> {
+    store: S,
     opts: AggregatorOptions,
     folding: Mutex<Folding>,
     /// Where queue-depth metrics come from; the aggregator works without any.
-    queue_depths: Option<QueueDepthReader>,
+    queue_depths: Option<Arc<D>>,
 }
 
-impl Aggregator {
-    pub fn new(store: RedisStore, opts: AggregatorOptions) -> Self {
+impl<S: Results, D: QueueDepths> Aggregator<S, D> {
+    pub fn new(store: S, opts: AggregatorOptions) -> Self {
         Aggregator {
             store,
             opts,
@@ -66,12 +73,12 @@ impl Aggregator {
     }
 
     /// Reports the work and dead-letter queue depths as metrics, from these sources.
-    pub fn with_queue_depths(mut self, depths: QueueDepthReader) -> Self {
-        self.queue_depths = Some(depths).filter(|d| !d.is_empty());
+    pub fn with_queue_depths(mut self, depths: D) -> Self {
+        self.queue_depths = Some(Arc::new(depths));
         self
     }
 
-    pub fn store(&self) -> &RedisStore {
+    pub fn store(&self) -> &S {
         &self.store
     }
 
@@ -81,7 +88,7 @@ impl Aggregator {
         self: Arc<Self>,
         shutdown: CancellationToken,
     ) -> Result<(), AggregatorError> {
-        let mut events = EventStream::new(&self.store, GROUP, &self.opts.consumer).await?;
+        let mut events = self.store.join(GROUP, &self.opts.consumer).await?;
         // Its own task: a slow management API must never hold up folding results. It ends with
         // `serve`, however `serve` ends (the guard cancels its token).
         let depths = shutdown.child_token();
@@ -139,8 +146,8 @@ impl Aggregator {
 
     async fn fold_and_ack(
         &self,
-        events: &mut EventStream,
-        batch: Vec<Event>,
+        events: &mut S::Reader,
+        batch: Vec<ResultEvent>,
     ) -> Result<(), AggregatorError> {
         if batch.is_empty() {
             return Ok(());
@@ -158,26 +165,25 @@ impl Aggregator {
             if !tracked {
                 // A late event of a run already finished (by us before a restart, or by
                 // another aggregator) is not followed again.
-                let meta = self.store.run(&event.run_id).await?;
+                let meta = RunRegistry::run(&self.store, &event.run_id).await?;
                 if !worth_following(meta.map(|m| m.status)) {
                     if let Some(mut f) = self.folding() {
                         f.end(&event.run_id);
                     }
                     continue;
                 }
-                match self.store.spec(&event.run_id).await? {
-                    Some(json) => match serde_json::from_str::<RunSpec>(&json) {
-                        Ok(spec) => {
-                            if let Some(mut f) = self.folding() {
-                                f.track(&event.run_id, spec);
-                            }
+                match self.store.spec(&event.run_id).await {
+                    Ok(Some(spec)) => {
+                        if let Some(mut f) = self.folding() {
+                            f.track(&event.run_id, spec);
                         }
-                        Err(e) => {
-                            tracing::warn!(run = %event.run_id, error = %e, "unreadable run spec; events skipped");
-                            continue;
-                        }
-                    },
-                    None => continue,
+                    }
+                    Ok(None) => continue,
+                    Err(e) if e.is_transient() => return Err(e.into()),
+                    Err(e) => {
+                        tracing::warn!(run = %event.run_id, error = %e, "unreadable run spec; events skipped");
+                        continue;
+                    }
                 }
             }
             if let Some(mut f) = self.folding() {
@@ -191,7 +197,7 @@ impl Aggregator {
     /// Reads the queue depths once and sets their gauges; whether the management API failed.
     pub async fn publish_queue_metrics(&self, management_was_failing: bool) -> bool {
         match &self.queue_depths {
-            Some(reader) => queue_gauges::publish(reader, management_was_failing).await,
+            Some(reader) => queue_gauges::publish(reader.as_ref(), management_was_failing).await,
             None => false,
         }
     }
@@ -224,15 +230,11 @@ impl Aggregator {
         let tracked = self.folding().and_then(|mut f| f.take(&run));
         let spec: RunSpec = match &tracked {
             Some(t) => t.spec.clone(),
-            None => {
-                let json = self
-                    .store
-                    .spec(&run)
-                    .await?
-                    .ok_or_else(|| report_err("the run's spec is gone".into()))?;
-                serde_json::from_str(&json)
-                    .map_err(|e| report_err(format!("unreadable run spec: {e}")))?
-            }
+            None => self
+                .store
+                .spec(&run)
+                .await?
+                .ok_or_else(|| report_err("the run's spec is gone".into()))?,
         };
         let (incremental, kept) = match tracked.and_then(|t| t.complete(done)) {
             Some(complete) => (Some(complete.agg), complete.items),
@@ -251,8 +253,7 @@ impl Aggregator {
                     write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
                 }
                 None => {
-                    let items =
-                        RunItems::new(&store, &meta.id, total).map_err(|e| e.to_string())?;
+                    let items = store.items(&meta.id, total).map_err(|e| e.to_string())?;
                     write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
                 }
             }
@@ -260,14 +261,13 @@ impl Aggregator {
         .await
         .map_err(|e| report_err(e.to_string()))?
         .map_err(report_err)?;
-        self.store
-            .finish_run(
-                &run,
-                written.gates_passed,
-                &written.summary,
-                &dir.display().to_string(),
-            )
-            .await?;
+        let report_dir = dir.display().to_string();
+        let verdict = Verdict {
+            gates_passed: written.gates_passed,
+            summary_md: &written.summary,
+            report_dir: &report_dir,
+        };
+        self.store.finish(&run, &verdict).await?;
         let m = metrics();
         m.reports_written.inc();
         m.forget_run(&run);
@@ -286,9 +286,9 @@ impl Aggregator {
 
 /// What the aggregator does with what a sweep sees: run gauges and totals for running runs
 /// (a run `retry` reopened is followed again); runs finished elsewhere are no longer followed.
-struct SweepObserver<'a>(&'a Aggregator);
+struct SweepObserver<'a, S, D>(&'a Aggregator<S, D>);
 
-impl completion::Observer for SweepObserver<'_> {
+impl<S: Results, D: QueueDepths> completion::Observer for SweepObserver<'_, S, D> {
     fn running(&mut self, meta: &RunMeta, counts: Counts) {
         if let Some(mut f) = self.0.folding() {
             f.reopen(&meta.id);

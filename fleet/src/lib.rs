@@ -6,6 +6,5 @@
 //! [`ResultStore`]: evalfleet_contract::store::ResultStore
 
 pub mod amqp;
-pub mod directory;
 pub mod limits;
 pub mod redis;

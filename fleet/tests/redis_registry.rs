@@ -271,3 +271,10 @@ async fn take_failed_returns_kept_messages_and_uncounts_their_results() {
         .unwrap();
     assert_eq!(store.run_counts("t").await.unwrap().ok, 2);
 }
+
+/// The registry contract every role relies on, as the in-process registry honours it.
+#[tokio::test]
+async fn redis_registry_honours_the_contract() {
+    let (store, _cleanup) = store().await;
+    evalfleet_contract::conformance::registry_keeps_a_runs_life(&store, "life").await;
+}

@@ -5,6 +5,7 @@
 //! and messages name it by digest. Reading and validation run on their own thread
 //! (blocking file I/O) and hand records over a bounded channel, so memory stays flat.
 
+pub mod ops;
 pub mod submit;
 
 use std::collections::HashSet;
@@ -105,7 +106,7 @@ pub fn open_dataset(
 /// Streams every record of `reader` into `queue` (valid) or `store` (skipped).
 pub async fn produce<Q: WorkQueue, S: ResultStore>(
     reader: DatasetReader,
-    mut validator: Validator,
+    validator: Validator,
     run_id: &str,
     queue: &Q,
     store: &S,
@@ -119,13 +120,9 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
     let reader_thread = std::thread::Builder::new()
         .name("dataset-reader".into())
         .spawn(move || {
-            let mut reader = reader.peekable();
-            while reader.peek().is_some() {
-                let items: Vec<_> = reader
-                    .by_ref()
-                    .take(BATCH)
-                    .map(|raw| raw.map(|r| validator.check(r)))
-                    .collect();
+            let mut checks = validator.checks(reader).peekable();
+            while checks.peek().is_some() {
+                let items: Vec<_> = checks.by_ref().take(BATCH).collect();
                 if tx.send_blocking(items).is_err() {
                     break;
                 }
@@ -147,12 +144,6 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
             progress.records.fetch_add(1, Ordering::Relaxed);
             let checked = match item {
                 Ok(c) => c,
-                Err(DatasetError::Truncated { index, .. }) => Checked::Skipped {
-                    ordinal: index,
-                    position: Position::Index(index),
-                    id: String::new(),
-                    reason: "the JSON array ends before this element is closed".into(),
-                },
                 Err(e) => {
                     outcome = Err(e.into());
                     break 'read;
@@ -269,5 +260,50 @@ impl<R: Read> Read for CountingRead<R> {
             .bytes_read
             .fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use evalfleet_contract::queue::InProcessQueue;
+    use evalfleet_contract::store::InProcessStore;
+    use evalfleet_model::routing::ProviderRules;
+    use evalfleet_model::suite::SuiteKind;
+    use evalfleet_suites::evaluate::Evaluator;
+    use evalfleet_suites::suite::Suite;
+
+    use super::*;
+
+    fn record(id: &str) -> String {
+        serde_json::json!({"id": id, "ticket": "t", "response": "r", "model": "gpt-4o", "prompt_version": "v1"})
+            .to_string()
+    }
+
+    /// A JSON array cut off inside its last element: the complete ones are published, the cut
+    /// one is stored as a skipped result with its index, and producing succeeds.
+    #[tokio::test]
+    async fn a_cut_off_last_element_is_a_skipped_record() {
+        let text = format!("[{}, {}, {{\"id\": \"c\", \"tick", record("a"), record("b"));
+        let input = Box::new(io::Cursor::new(text.into_bytes()));
+        let reader = DatasetReader::from_reader(Path::new("cut.json"), input, 1 << 20).unwrap();
+        let suite = Arc::new(Suite::builtin(SuiteKind::SupportJudge));
+        let validator = Validator::new(Evaluator::new(suite, ProviderRules::default(), None));
+        let queue = InProcessQueue::new(16, 1);
+        let (store, _events) = InProcessStore::new("r", 16, 1).unwrap();
+        let progress = Progress::default();
+        let options = ProduceOptions::default();
+        produce(reader, validator, "r", &queue, &store, &progress, &options)
+            .await
+            .unwrap();
+        assert_eq!(progress.records.load(Ordering::Relaxed), 3);
+        assert_eq!(progress.published.load(Ordering::Relaxed), 2);
+        assert_eq!(progress.skipped.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            *progress.first_skipped.lock().unwrap(),
+            ["index 2: the JSON array ends before element 2 is closed"]
+        );
+        assert_eq!(store.counts("r").await.unwrap().skipped, 1);
     }
 }

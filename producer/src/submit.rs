@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use evalfleet_contract::queue::WorkQueue;
+use evalfleet_contract::registry::{RunMeta, RunRegistry, RunStatus};
+use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_dataset::Format;
-use evalfleet_fleet::amqp::AmqpQueue;
-use evalfleet_fleet::redis::{RedisError, RedisStore, RunMeta, RunStatus};
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::spec::RunSpec;
 
@@ -19,15 +20,13 @@ pub enum SubmitError {
     #[error(transparent)]
     Produce(#[from] ProduceError),
     #[error("run registry: {0}")]
-    Registry(#[from] RedisError),
+    Registry(#[from] StoreError),
     #[error("run '{run}' already exists with suite '{existing}', not '{wanted}': choose another --run-id")]
     SuiteMismatch {
         run: String,
         existing: String,
         wanted: String,
     },
-    #[error("the run spec cannot be serialised: {0}")]
-    Spec(String),
 }
 
 pub struct SubmitRequest {
@@ -48,12 +47,18 @@ pub struct SubmitOutcome {
     pub resumed: bool,
 }
 
-pub async fn submit(
+/// Registers the run (or finds it registered: a resume), publishes its examples to `queue`,
+/// stores its skipped records in `store`, and records the run's size in `store`'s registry.
+pub async fn submit<Q, S>(
     req: &SubmitRequest,
-    queue: &AmqpQueue,
-    store: &RedisStore,
+    queue: &Q,
+    store: &S,
     progress: Arc<Progress>,
-) -> Result<SubmitOutcome, SubmitError> {
+) -> Result<SubmitOutcome, SubmitError>
+where
+    Q: WorkQueue,
+    S: ResultStore + RunRegistry,
+{
     let suite = &req.spec.suite;
     let existing = store.run(&req.run_id).await?;
     let resumed = match &existing {
@@ -66,8 +71,6 @@ pub async fn submit(
         }
         Some(_) => true,
         None => {
-            let spec =
-                serde_json::to_string(&req.spec).map_err(|e| SubmitError::Spec(e.to_string()))?;
             let meta = RunMeta {
                 id: req.run_id.clone(),
                 suite: suite.name.clone(),
@@ -80,7 +83,7 @@ pub async fn submit(
                 judge: req.spec.judge.name().to_owned(),
                 gates_passed: None,
             };
-            !store.register_run(&meta, &spec).await?
+            !store.register(&meta, &req.spec).await?
         }
     };
     let validator = Validator::new(Evaluator::new(

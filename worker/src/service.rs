@@ -15,16 +15,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use evalfleet_contract::batch_store::{BatchStore, Parking, Question};
-use evalfleet_contract::judge_cache::{JudgeCache, NoCache};
+use evalfleet_contract::judge_cache::JudgeCache;
 use evalfleet_contract::queue::{Message, WorkQueue};
-use evalfleet_contract::runs::{RunDirectory, RunStatus};
+use evalfleet_contract::registry::{RunRegistry, RunStatus};
 use evalfleet_contract::shared_limit::SharedLimiter;
 use evalfleet_contract::store::{ResultStore, StoreError};
-use evalfleet_suites::spec::RunSpec;
 
 use crate::consume::{run_consumers, Resolution, Runs};
 use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
-use crate::judge::{Judge, JudgeMode, LiveJudge};
+use crate::judge::{build_judge, Judge, LiveJudge, LiveParts};
 use crate::{Pipeline, WorkerError, WorkerStats};
 use tokio_util::sync::CancellationToken;
 
@@ -52,11 +51,11 @@ pub struct FleetWorker<Q, S, D> {
 /// judge configuration, so runs with the same providers share rate limits).
 pub struct FleetRuns<D> {
     registry: Arc<D>,
-    cache: Arc<dyn JudgeCache>,
-    limiter: Option<Arc<dyn SharedLimiter>>,
+    /// What live judges are built with: the Redis cache, the parking, the fleet limiter; shared
+    /// between runs with the same judge configuration.
+    live: LiveParts,
     batches: Arc<dyn BatchStore>,
     contexts: Mutex<HashMap<String, Arc<RunContext>>>,
-    judges: Mutex<HashMap<String, Arc<LiveJudge>>>,
 }
 
 struct RunContext {
@@ -68,7 +67,7 @@ impl<Q, S, D> FleetWorker<Q, S, D>
 where
     Q: WorkQueue + Clone,
     S: ResultStore,
-    D: RunDirectory,
+    D: RunRegistry,
 {
     pub fn new(
         queue: Q,
@@ -83,11 +82,12 @@ where
             store,
             runs: Arc::new(FleetRuns {
                 registry,
-                cache,
-                limiter,
+                live: LiveParts::new(cache)
+                    .with_parking(batches.clone())
+                    .with_limiter(limiter)
+                    .shared(),
                 batches,
                 contexts: Mutex::new(HashMap::new()),
-                judges: Mutex::new(HashMap::new()),
             }),
             stats: Arc::new(WorkerStats::default()),
         }
@@ -125,7 +125,7 @@ where
     }
 }
 
-impl<D: RunDirectory> Runs for FleetRuns<D> {
+impl<D: RunRegistry> Runs for FleetRuns<D> {
     async fn resolve(&self, msg: &Message) -> Resolution {
         let ctx = match self.context(&msg.run_id).await {
             Ok(Some(ctx)) => ctx,
@@ -163,7 +163,7 @@ impl<D: RunDirectory> Runs for FleetRuns<D> {
     }
 }
 
-impl<D: RunDirectory> BatchRuns for FleetRuns<D> {
+impl<D: RunRegistry> BatchRuns for FleetRuns<D> {
     async fn batch_judge(&self, run: &str) -> Option<(Arc<LiveJudge>, bool)> {
         let ctx = self.context(run).await.ok().flatten()?;
         let Judge::Live(live) = &ctx.pipeline.judge else {
@@ -174,7 +174,7 @@ impl<D: RunDirectory> BatchRuns for FleetRuns<D> {
     }
 }
 
-impl<D: RunDirectory> FleetRuns<D> {
+impl<D: RunRegistry> FleetRuns<D> {
     async fn context(&self, run_id: &str) -> Result<Option<Arc<RunContext>>, WorkerError> {
         if let Some(ctx) = self.contexts.lock().map_err(poisoned)?.get(run_id) {
             return Ok(Some(ctx.clone()));
@@ -187,7 +187,8 @@ impl<D: RunDirectory> FleetRuns<D> {
         else {
             return Ok(None);
         };
-        let judge = self.judge_for(&spec)?;
+        let judge =
+            build_judge(spec.judge, &spec.judges, &self.live).map_err(WorkerError::Stopped)?;
         let pipeline = Arc::new(Pipeline::new(Arc::new(spec.suite.clone()), judge));
         let ctx = Arc::new(RunContext {
             pipeline,
@@ -198,38 +199,6 @@ impl<D: RunDirectory> FleetRuns<D> {
             .map_err(poisoned)?
             .insert(run_id.to_owned(), ctx.clone());
         Ok(Some(ctx))
-    }
-
-    fn judge_for(&self, spec: &RunSpec) -> Result<Judge, WorkerError> {
-        Ok(match spec.judge {
-            JudgeMode::None => Judge::None,
-            JudgeMode::Heuristic => Judge::Heuristic,
-            JudgeMode::Live => {
-                let key = serde_json::to_string(&spec.judges).unwrap_or_default();
-                let mut judges = self.judges.lock().map_err(poisoned)?;
-                if let Some(live) = judges.get(&key) {
-                    return Ok(Judge::Live(live.clone()));
-                }
-                // The run's spec decides whether its verdicts may come from the shared cache.
-                let cache: Arc<dyn JudgeCache> = if spec.judges.cache {
-                    self.cache.clone()
-                } else {
-                    Arc::new(NoCache)
-                };
-                let mut live = LiveJudge::new(&spec.judges, cache).map_err(WorkerError::Stopped)?;
-                if spec.judges.batches() {
-                    // Examples wait for their batches parked in Redis, not in a held message:
-                    // a batch takes hours, more than the broker's consumer timeout.
-                    live = live.with_parking(self.batches.clone());
-                }
-                if let Some(limiter) = &self.limiter {
-                    live = live.with_shared_limiter(limiter.clone());
-                }
-                let live = Arc::new(live);
-                judges.insert(key, live.clone());
-                Judge::Live(live)
-            }
-        })
     }
 
     /// The run's state, read again from the registry when older than [`STATE_TTL`].
@@ -244,11 +213,11 @@ impl<D: RunDirectory> FleetRuns<D> {
         }
         let fresh = self
             .registry
-            .state(run_id)
+            .run(run_id)
             .await
             .ok()
             .flatten()
-            .unwrap_or(cached.0);
+            .map_or(cached.0, |meta| meta.status);
         if let Ok(mut s) = ctx.state.lock() {
             *s = (fresh, Instant::now());
         }

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use evalfleet_contract::depth::DepthReading;
+pub use evalfleet_contract::depth::{Depth, Depths, QueueDepths, QueueNames};
 use evalfleet_model::redact::redact_url;
 
 use super::{AmqpError, AmqpQueue};
@@ -45,32 +47,11 @@ pub enum QueueDepthError {
     Amqp(#[from] AmqpError),
 }
 
-/// One queue's messages. `unacked` is None when the source cannot see it (passive declare).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Depth {
-    pub ready: u64,
-    pub unacked: Option<u64>,
-}
-
-/// Both queues' depths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Depths {
-    pub work: Depth,
-    pub dead: Depth,
-}
-
 /// Which source answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Management,
     PassiveDeclare,
-}
-
-/// The work and dead-letter queue names (`{prefix}.examples`, `{prefix}.dead`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueueNames {
-    pub work: String,
-    pub dead: String,
 }
 
 /// A client of the management API's `GET /api/queues/{vhost}/{name}`.
@@ -262,6 +243,24 @@ impl QueueDepthReader {
                 .unwrap_or_else(|| QueueDepthError::Client("no queue-depth source".into()))),
         };
         (declared, management_error)
+    }
+}
+
+impl QueueDepths for QueueDepthReader {
+    fn names(&self) -> &QueueNames {
+        &self.names
+    }
+
+    fn has_preferred(&self) -> bool {
+        self.management.is_some()
+    }
+
+    async fn read(&self) -> DepthReading {
+        let (depths, management_error) = QueueDepthReader::read(self).await;
+        DepthReading {
+            depths: depths.map(|(d, _source)| d).map_err(|e| e.to_string()),
+            preferred_failed: management_error.map(|e| e.to_string()),
+        }
     }
 }
 

@@ -10,6 +10,8 @@
 use std::future::Future;
 use std::time::Duration;
 
+use evalfleet_contract::events::{EventReader, ResultEvent, ResultEvents};
+use evalfleet_contract::store::StoreError;
 use evalfleet_model::record::ResultRecord;
 use redis::aio::ConnectionManager;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
@@ -17,19 +19,6 @@ use redis::{ErrorKind, ServerErrorKind};
 
 use super::error::{cmd_err, RedisError};
 use super::store::{manager_config, RedisStore, RESPONSE_TIMEOUT};
-
-/// A stored result, as announced on the stream.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    /// The stream entry id, to ack.
-    pub id: String,
-    pub run_id: String,
-    pub index: u64,
-    /// None when the entry's record JSON is unreadable (logged); ack it all the same.
-    pub record: Option<ResultRecord>,
-    /// The record as stored (JSON), for an aggregator that keeps the records it folds.
-    pub json: Vec<u8>,
-}
 
 pub struct EventStream {
     pub(crate) conn: ConnectionManager,
@@ -82,7 +71,11 @@ impl EventStream {
 
     /// Up to `count` new entries (XREADGROUP >), waiting up to `block` for the first; empty
     /// when none came. A group lost with a Redis restart (no persistence) is recreated.
-    pub async fn read(&mut self, count: usize, block: Duration) -> Result<Vec<Event>, RedisError> {
+    pub async fn read(
+        &mut self,
+        count: usize,
+        block: Duration,
+    ) -> Result<Vec<ResultEvent>, RedisError> {
         let mut cmd = redis::cmd("XREADGROUP");
         cmd.arg("GROUP")
             .arg(&self.group)
@@ -123,7 +116,7 @@ impl EventStream {
         &mut self,
         min_idle: Duration,
         count: usize,
-    ) -> Result<Vec<Event>, RedisError> {
+    ) -> Result<Vec<ResultEvent>, RedisError> {
         let mut cmd = redis::cmd("XAUTOCLAIM");
         cmd.arg(&self.key)
             .arg(&self.group)
@@ -181,7 +174,7 @@ impl EventStream {
         .map_err(cmd_err("XACK+XDEL", &self.key))
     }
 
-    fn event(&self, entry: StreamId) -> Event {
+    fn event(&self, entry: StreamId) -> ResultEvent {
         let run_id: Option<String> = entry.get("run");
         let index: Option<u64> = entry.get("index");
         let json: Vec<u8> = entry.get("record").unwrap_or_default();
@@ -194,7 +187,7 @@ impl EventStream {
         if run_id.is_none() || index.is_none() {
             tracing::error!(stream = %self.key, entry = %entry.id, "event without run or index");
         }
-        Event {
+        ResultEvent {
             run_id: run_id
                 .or_else(|| record.as_ref().map(|r| r.run_id.clone()))
                 .unwrap_or_default(),
@@ -227,4 +220,41 @@ fn no_group(e: &redis::RedisError) -> bool {
     e.code() == Some("NOGROUP")
         || (e.kind() == ErrorKind::Server(ServerErrorKind::ResponseError)
             && e.detail().is_some_and(|d| d.contains("NOGROUP")))
+}
+
+/// The events contract for the aggregator: a stream entry per stored result, a consumer group
+/// of aggregators.
+impl EventReader for EventStream {
+    async fn read(
+        &mut self,
+        count: usize,
+        block: Duration,
+    ) -> Result<Vec<ResultEvent>, StoreError> {
+        Ok(EventStream::read(self, count, block).await?)
+    }
+
+    async fn claim_stale(
+        &mut self,
+        min_idle: Duration,
+        count: usize,
+    ) -> Result<Vec<ResultEvent>, StoreError> {
+        Ok(EventStream::claim_stale(self, min_idle, count).await?)
+    }
+
+    async fn ack(&mut self, ids: &[String]) -> Result<(), StoreError> {
+        Ok(EventStream::ack(self, ids).await?)
+    }
+}
+
+impl ResultEvents for RedisStore {
+    type Reader = EventStream;
+    type Items = super::RunItems;
+
+    async fn join(&self, group: &str, consumer: &str) -> Result<EventStream, StoreError> {
+        Ok(EventStream::new(self, group, consumer).await?)
+    }
+
+    fn items(&self, run_id: &str, total: u64) -> Result<super::RunItems, StoreError> {
+        Ok(super::RunItems::new(self, run_id, total)?)
+    }
 }

@@ -45,7 +45,7 @@ mod store;
 mod reconnect_tests;
 
 pub use error::RedisError;
-pub use events::{Event, EventStream};
+pub use events::EventStream;
 pub use items::{RunItems, BATCH};
 pub use judge_cache::RedisJudgeCache;
 pub use limiter::{FleetLimiter, PAUSE_POLL};

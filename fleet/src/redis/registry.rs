@@ -9,100 +9,82 @@ use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::LazyLock;
 
+use std::time::Duration;
+
+use evalfleet_contract::registry::{RunRegistry, Verdict};
+use evalfleet_contract::store::StoreError;
+use evalfleet_suites::spec::RunSpec;
 use redis::Script;
-use serde::{Deserialize, Serialize};
 
 use super::error::{cmd_err, RedisError};
 use super::store::RedisStore;
 
 static REGISTER: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/register.lua")));
 
-pub use evalfleet_contract::runs::RunStatus;
+pub use evalfleet_contract::registry::{RunMeta, RunStatus};
 
-/// A run as the registry hash holds it. Timestamps are RFC 3339 strings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunMeta {
-    pub id: String,
-    pub suite: String,
-    pub status: RunStatus,
-    /// Unknown while the dataset is still being read.
-    pub total: Option<u64>,
-    pub published: u64,
-    pub created_at: String,
-    pub finished_at: Option<String>,
-    pub dataset: String,
-    pub judge: String,
-    pub gates_passed: Option<bool>,
+/// A run's registry hash as field/value pairs (absent options are left out).
+fn to_fields(meta: &RunMeta) -> Vec<(&'static str, String)> {
+    let mut f = vec![
+        ("id", meta.id.clone()),
+        ("suite", meta.suite.clone()),
+        ("status", meta.status.as_str().to_owned()),
+        ("published", meta.published.to_string()),
+        ("created_at", meta.created_at.clone()),
+        ("dataset", meta.dataset.clone()),
+        ("judge", meta.judge.clone()),
+    ];
+    if let Some(t) = meta.total {
+        f.push(("total", t.to_string()));
+    }
+    if let Some(t) = &meta.finished_at {
+        f.push(("finished_at", t.clone()));
+    }
+    if let Some(g) = meta.gates_passed {
+        f.push(("gates_passed", g.to_string()));
+    }
+    f
 }
 
-impl RunMeta {
-    /// The registry hash's field/value pairs (absent options are left out).
-    fn to_fields(&self) -> Vec<(&'static str, String)> {
-        let mut f = vec![
-            ("id", self.id.clone()),
-            ("suite", self.suite.clone()),
-            ("status", self.status.as_str().to_owned()),
-            ("published", self.published.to_string()),
-            ("created_at", self.created_at.clone()),
-            ("dataset", self.dataset.clone()),
-            ("judge", self.judge.clone()),
-        ];
-        if let Some(t) = self.total {
-            f.push(("total", t.to_string()));
-        }
-        if let Some(t) = &self.finished_at {
-            f.push(("finished_at", t.clone()));
-        }
-        if let Some(g) = self.gates_passed {
-            f.push(("gates_passed", g.to_string()));
-        }
-        f
-    }
-
-    /// Reads a registry hash back; `key` names it in errors.
-    fn from_fields(
-        id: &str,
-        key: &str,
-        mut h: HashMap<String, String>,
-    ) -> Result<Self, RedisError> {
-        let bad = |message: String| RedisError::Data {
-            op: "HGETALL",
-            key: key.to_owned(),
-            message,
-        };
-        let mut take = |name: &str| h.remove(name).filter(|v| !v.is_empty());
-        let num = |name: &str, v: Option<String>| {
-            v.map(|v| {
-                v.parse::<u64>()
-                    .map_err(|_| bad(format!("field '{name}' is not a count: '{v}'")))
-            })
-            .transpose()
-        };
-        let status = take("status")
-            .ok_or_else(|| bad("no 'status' field".into()))?
-            .parse::<RunStatus>()
-            .map_err(bad)?;
-        let total = num("total", take("total"))?;
-        let published = num("published", take("published"))?.unwrap_or(0);
-        let gates_passed = match take("gates_passed").as_deref() {
-            None => None,
-            Some("true") => Some(true),
-            Some("false") => Some(false),
-            Some(v) => return Err(bad(format!("field 'gates_passed' is not a bool: '{v}'"))),
-        };
-        Ok(RunMeta {
-            id: id.to_owned(),
-            suite: take("suite").unwrap_or_default(),
-            status,
-            total,
-            published,
-            created_at: take("created_at").unwrap_or_default(),
-            finished_at: take("finished_at"),
-            dataset: take("dataset").unwrap_or_default(),
-            judge: take("judge").unwrap_or_default(),
-            gates_passed,
+/// Reads a registry hash back; `key` names it in errors.
+fn from_fields(id: &str, key: &str, mut h: HashMap<String, String>) -> Result<RunMeta, RedisError> {
+    let bad = |message: String| RedisError::Data {
+        op: "HGETALL",
+        key: key.to_owned(),
+        message,
+    };
+    let mut take = |name: &str| h.remove(name).filter(|v| !v.is_empty());
+    let num = |name: &str, v: Option<String>| {
+        v.map(|v| {
+            v.parse::<u64>()
+                .map_err(|_| bad(format!("field '{name}' is not a count: '{v}'")))
         })
-    }
+        .transpose()
+    };
+    let status = take("status")
+        .ok_or_else(|| bad("no 'status' field".into()))?
+        .parse::<RunStatus>()
+        .map_err(bad)?;
+    let total = num("total", take("total"))?;
+    let published = num("published", take("published"))?.unwrap_or(0);
+    let gates_passed = match take("gates_passed").as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(v) => return Err(bad(format!("field 'gates_passed' is not a bool: '{v}'"))),
+    };
+    Ok(RunMeta {
+        id: id.to_owned(),
+        suite: take("suite").unwrap_or_default(),
+        status,
+        total,
+        published,
+        created_at: take("created_at").unwrap_or_default(),
+        finished_at: take("finished_at"),
+        dataset: take("dataset").unwrap_or_default(),
+        judge: take("judge").unwrap_or_default(),
+        gates_passed,
+    })
 }
 
 /// The `runs` score: the creation time in unix ms (now when `created_at` does not parse).
@@ -123,7 +105,7 @@ impl RedisStore {
             .arg(&meta.id)
             .arg(creation_ms(&meta.created_at))
             .arg(spec_json);
-        for (field, value) in meta.to_fields() {
+        for (field, value) in to_fields(meta) {
             inv.arg(field).arg(value);
         }
         let created: i64 = inv
@@ -144,7 +126,7 @@ impl RedisStore {
         if h.is_empty() {
             return Ok(None);
         }
-        RunMeta::from_fields(id, &key, h).map(Some)
+        from_fields(id, &key, h).map(Some)
     }
 
     /// Up to `limit` runs, newest first. Ids whose registry has expired are dropped from the
@@ -184,7 +166,7 @@ impl RedisStore {
                 if out.len() == limit {
                     break;
                 }
-                match RunMeta::from_fields(&id, &self.keys.run(&id), h) {
+                match from_fields(&id, &self.keys.run(&id), h) {
                     Ok(meta) => out.push(meta),
                     Err(e) => tracing::warn!(run = %id, error = %e, "skipping unreadable run"),
                 }
@@ -220,6 +202,90 @@ impl RedisStore {
     }
 }
 
+/// The registry contract, for every role: the methods above, with the spec typed (parsed here
+/// and nowhere else) and errors as the store seam sees them (transient ones stay transient).
+impl RunRegistry for RedisStore {
+    async fn register(&self, meta: &RunMeta, spec: &RunSpec) -> Result<bool, StoreError> {
+        let json = serde_json::to_string(spec)
+            .map_err(|e| StoreError::Backend(format!("the run spec does not serialise: {e}")))?;
+        Ok(self.register_run(meta, &json).await?)
+    }
+
+    async fn run(&self, id: &str) -> Result<Option<RunMeta>, StoreError> {
+        Ok(RedisStore::run(self, id).await?)
+    }
+
+    async fn runs(&self, limit: usize) -> Result<Vec<RunMeta>, StoreError> {
+        Ok(RedisStore::runs(self, limit).await?)
+    }
+
+    async fn spec(&self, id: &str) -> Result<Option<RunSpec>, StoreError> {
+        match RedisStore::spec(self, id).await? {
+            None => Ok(None),
+            Some(json) => serde_json::from_str(&json).map(Some).map_err(|e| {
+                StoreError::Backend(format!("run '{id}' has an unreadable spec: {e}"))
+            }),
+        }
+    }
+
+    async fn add_published(&self, id: &str, n: u64) -> Result<(), StoreError> {
+        Ok(RedisStore::add_published(self, id, n).await?)
+    }
+
+    async fn set_total(&self, id: &str, total: u64) -> Result<(), StoreError> {
+        Ok(RedisStore::set_total(self, id, total).await?)
+    }
+
+    async fn set_status(&self, id: &str, status: RunStatus) -> Result<(), StoreError> {
+        Ok(RedisStore::set_status(self, id, status).await?)
+    }
+
+    async fn finish(&self, id: &str, verdict: &Verdict<'_>) -> Result<(), StoreError> {
+        Ok(self
+            .finish_run(
+                id,
+                verdict.gates_passed,
+                verdict.summary_md,
+                verdict.report_dir,
+            )
+            .await?)
+    }
+
+    async fn summary(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(RedisStore::summary(self, id).await?)
+    }
+
+    async fn report_dir(&self, id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.field(id, "report_dir").await?)
+    }
+
+    async fn try_lock_report(
+        &self,
+        id: &str,
+        owner: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        Ok(RedisStore::try_lock_report(self, id, owner, ttl).await?)
+    }
+
+    async fn release_report_lock(&self, id: &str, owner: &str) -> Result<bool, StoreError> {
+        Ok(RedisStore::release_report_lock(self, id, owner).await?)
+    }
+
+    async fn keep_failed_message(
+        &self,
+        run_id: &str,
+        index: u64,
+        message_json: &str,
+    ) -> Result<(), StoreError> {
+        Ok(RedisStore::keep_failed_message(self, run_id, index, message_json).await?)
+    }
+
+    async fn take_failed(&self, id: &str) -> Result<Vec<String>, StoreError> {
+        Ok(RedisStore::take_failed(self, id).await?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,20 +308,19 @@ mod tests {
     #[test]
     fn meta_round_trips_through_hash_fields() {
         let m = meta();
-        let h: HashMap<String, String> = m
-            .to_fields()
+        let h: HashMap<String, String> = to_fields(&m)
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v))
             .chain([("free".to_owned(), "x".to_owned())])
             .collect();
-        assert_eq!(RunMeta::from_fields("r1", "k", h).unwrap(), m);
+        assert_eq!(from_fields("r1", "k", h).unwrap(), m);
     }
 
     #[test]
     fn bad_fields_are_data_errors() {
         let h = HashMap::from([("status".to_owned(), "paused".to_owned())]);
         assert!(matches!(
-            RunMeta::from_fields("r1", "k", h),
+            from_fields("r1", "k", h),
             Err(RedisError::Data { .. })
         ));
         assert_eq!(creation_ms("2026-01-02T03:04:05Z"), 1_767_323_045_000);

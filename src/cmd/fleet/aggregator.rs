@@ -60,19 +60,23 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
             source = if management.is_some() { "management API" } else { "passive declare" },
             "queue-depth metrics"
         );
-        let aggregator = Aggregator::new(store, opts).with_queue_depths(QueueDepthReader {
+        let depths = QueueDepthReader {
             names: QueueNames {
                 work: amqp.queue(),
                 dead: amqp.dead_queue(),
             },
             management,
             amqp: queue,
-        });
+        };
+        let aggregator = match depths.is_empty() {
+            true => Aggregator::new(store, opts),
+            false => Aggregator::new(store, opts).with_queue_depths(depths),
+        };
         let aggregator = Arc::new(aggregator);
         let shutdown = crate::shutdown::on_signal();
         tokio::spawn(evalfleet_aggregator::http::serve(
             args.http_addr,
-            aggregator.clone(),
+            Arc::new(aggregator.store().clone()),
             shutdown.child_token(),
         ));
         tracing::info!(http = %args.http_addr, "aggregator started");

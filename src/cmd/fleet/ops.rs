@@ -5,10 +5,10 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use evalfleet_config::CallMode;
 use evalfleet_contract::batch_store::{BatchPhase, BatchStore};
-use evalfleet_contract::queue::{Message, WorkQueue};
+use evalfleet_contract::registry::RunRegistry;
 use evalfleet_contract::store::ResultStore;
-use evalfleet_fleet::redis::{RedisStore, RunStatus};
-use evalfleet_suites::spec::RunSpec;
+use evalfleet_fleet::redis::RedisStore;
+use evalfleet_producer::ops::{self, OpError};
 
 use super::Endpoints;
 use crate::exit::{BadInput, Exit};
@@ -129,7 +129,7 @@ pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
                 .count();
             println!("  dead-lettered messages of this run: {mine}");
         }
-        if let Some(dir) = store.field(&run, "report_dir").await? {
+        if let Some(dir) = store.report_dir(&run).await? {
             println!("  reports in {dir}");
         }
         Ok(Exit::Success)
@@ -139,10 +139,7 @@ pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
 /// Batch mode's lines of `status RUN`: the run's provider batches by state, the questions
 /// waiting for a batch and the examples waiting for their results.
 async fn print_batches(store: &RedisStore, run: &str) -> anyhow::Result<()> {
-    let Some(spec) = store.spec(run).await? else {
-        return Ok(());
-    };
-    let Ok(spec) = serde_json::from_str::<RunSpec>(&spec) else {
+    let Ok(Some(spec)) = RunRegistry::spec(store, run).await else {
         return Ok(());
     };
     let providers: Vec<String> = spec
@@ -216,14 +213,7 @@ pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
     let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
-        let meta = store
-            .run(&args.run)
-            .await?
-            .ok_or_else(|| BadInput(format!("no run '{}'", args.run)))?;
-        if meta.status == RunStatus::Complete {
-            return Err(BadInput(format!("run '{}' is already complete", args.run)).into());
-        }
-        store.set_status(&args.run, RunStatus::Cancelled).await?;
+        ops::cancel(&store, &args.run).await.map_err(refusal)?;
         println!(
             "run {} cancelled: workers drop its remaining messages without judging them",
             args.run
@@ -249,24 +239,24 @@ pub fn retry(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
     let config = evalfleet_config::Config::load(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
-        store
-            .run(&args.run)
-            .await?
-            .ok_or_else(|| BadInput(format!("no run '{}'", args.run)))?;
-        let queue = args.endpoints.connect_amqp(&config, 1).await?;
-        let kept = store.take_failed(&args.run).await?;
-        let messages: Vec<Message> = kept
-            .iter()
-            .filter_map(|json| serde_json::from_str(json).ok())
-            .collect();
-        let n = messages.len();
-        if n > 0 {
-            store.set_status(&args.run, RunStatus::Running).await?;
-            queue.publish(messages).await?;
+        if store.run(&args.run).await?.is_none() {
+            return Err(BadInput(format!("no run '{}'", args.run)).into());
         }
+        let queue = args.endpoints.connect_amqp(&config, 1).await?;
+        let n = ops::retry(&store, &queue, &args.run)
+            .await
+            .map_err(refusal)?;
         println!("run {}: {n} failed examples re-enqueued", args.run);
         Ok(Exit::Success)
     })
+}
+
+/// A refused operation is bad input (exit 2); a failing registry or queue is infrastructure.
+fn refusal(e: OpError) -> anyhow::Error {
+    match e {
+        OpError::UnknownRun(_) | OpError::AlreadyComplete(_) => BadInput(e.to_string()).into(),
+        other => other.into(),
+    }
 }
 
 pub fn dlq(args: DlqArgs, config: Option<&Path>) -> anyhow::Result<Exit> {

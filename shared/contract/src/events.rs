@@ -1,0 +1,68 @@
+//! The results' events: every stored result is announced once, and aggregators follow the
+//! announcements in a consumer group, so each result is folded by one aggregator, and one that
+//! crashes leaves its unacknowledged events to be claimed by another.
+//!
+//! The fleet aggregator meets its backend only through this contract (with [`ResultStore`]
+//! and [`RunRegistry`]): Redis implements it with a stream and a consumer group. A run's items
+//! are read back through it too, in index order, when the aggregator did not keep them itself
+//! (after a restart, or with several aggregators sharing the stream).
+//!
+//! [`ResultStore`]: crate::store::ResultStore
+//! [`RunRegistry`]: crate::registry::RunRegistry
+
+use std::future::Future;
+use std::time::Duration;
+
+use evalfleet_model::record::ResultRecord;
+use evalfleet_report::ItemSource;
+
+use crate::store::StoreError;
+
+/// A stored result, as announced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResultEvent {
+    /// The announcement's id, to acknowledge it.
+    pub id: String,
+    pub run_id: String,
+    pub index: u64,
+    /// None when the record is unreadable (logged); acknowledge it all the same.
+    pub record: Option<ResultRecord>,
+    /// The record as stored (JSON), for an aggregator that keeps the records it folds.
+    pub json: Vec<u8>,
+}
+
+/// One aggregator's place in the group every aggregator joins.
+pub trait EventReader: Send + 'static {
+    /// Up to `count` events not yet handed to anyone, waiting up to `block` for the first.
+    fn read(
+        &mut self,
+        count: usize,
+        block: Duration,
+    ) -> impl Future<Output = Result<Vec<ResultEvent>, StoreError>> + Send;
+    /// Up to `count` events another member was handed at least `min_idle` ago and never
+    /// acknowledged (it crashed): now this reader's.
+    fn claim_stale(
+        &mut self,
+        min_idle: Duration,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<ResultEvent>, StoreError>> + Send;
+    /// The events are folded: nobody gets them again.
+    fn ack(&mut self, ids: &[String]) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Where results are announced and read back.
+pub trait ResultEvents: Send + Sync + 'static {
+    type Reader: EventReader;
+    type Items: ItemSource + Send + Sync + 'static;
+    /// Joins (creating it if needed) the consumer group `group` as `consumer`. A new group
+    /// starts at the first event still kept, so results stored before any aggregator ran are
+    /// not missed.
+    fn join(
+        &self,
+        group: &str,
+        consumer: &str,
+    ) -> impl Future<Output = Result<Self::Reader, StoreError>> + Send;
+    /// The stored results of `run_id` at indices `0..total`, to be read in index order (on a
+    /// blocking thread: reading may wait on I/O).
+    fn items(&self, run_id: &str, total: u64) -> Result<Self::Items, StoreError>;
+}
