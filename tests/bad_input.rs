@@ -347,6 +347,73 @@ fn truncated_array_keeps_earlier_elements_and_reports_the_cut() {
     assert!(v.stdout.contains("2 valid, 1 invalid"), "{}", v.stdout);
 }
 
+/// One rule for a file cut off inside its last record, in every path that reads a dataset
+/// (docs/DESIGN.md §9): the cut record is skipped with its position and a reason, never fatal.
+/// `run` (and `submit`, through the same producer) stores it as skipped, `validate` reports it
+/// like any other invalid record, and `--estimate` counts it as skipped and estimates the rest.
+#[test]
+fn a_cut_off_last_record_is_one_skipped_record_in_run_validate_and_estimate() {
+    let dir = tempdir();
+    let reason = "the JSON array ends before element 2 is closed";
+    let array = write(
+        dir.path(),
+        "cut.json",
+        format!("[{}, {}, {{\"id\":\"t\",\"tick", good("a"), good("b")),
+    );
+    let lines = write(
+        dir.path(),
+        "cut.jsonl",
+        format!("{}\n{}\n{{\"id\":\"t\",\"tick", good("a"), good("b")),
+    );
+
+    let report = run_completed(&array, &dir.path().join("out"));
+    let skipped = skipped_entries(&report, "index");
+    assert_eq!(skipped, [(2, reason.to_owned())]);
+    let report = run_completed(&lines, &dir.path().join("out-lines"));
+    let skipped = skipped_entries(&report, "line");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0].0, 3);
+    assert!(skipped[0].1.starts_with("invalid JSON"), "{skipped:?}");
+
+    let v = evalfleet(&["validate", path_str(&array)]);
+    v.assert_code(1);
+    let line = format!("{}: index 2: {reason}", array.display());
+    assert!(v.stdout.lines().any(|l| l == line), "{}", v.stdout);
+    assert!(v.stdout.contains("2 valid, 1 invalid"), "{}", v.stdout);
+    let v = evalfleet(&["validate", path_str(&lines)]);
+    v.assert_code(1);
+    assert_eq!(validate_positions(&v, "line"), [3], "{}", v.stdout);
+    assert!(v.stdout.contains("2 valid, 1 invalid"), "{}", v.stdout);
+
+    // `submit --estimate` reads the dataset before it connects to anything.
+    for command in ["run", "submit"] {
+        for dataset in [&array, &lines] {
+            let e = evalfleet(&[command, path_str(dataset), "--judge", "live", "--estimate"]);
+            e.assert_code(0);
+            assert!(
+                e.stdout.contains("2 examples to judge, 1 records skipped"),
+                "{command}: {}{}",
+                e.stdout,
+                e.stderr
+            );
+        }
+    }
+}
+
+/// `validate` reads the file as `run` does: text after an array's closing `]` makes the file
+/// unusable (exit 2) there too.
+#[test]
+fn validate_treats_text_after_array_as_bad_input() {
+    let dir = tempdir();
+    let dataset = write(
+        dir.path(),
+        "trailing.json",
+        format!("[{}]\n{{\"extra\": 1}}\n", good("a")),
+    );
+    let out = evalfleet(&["validate", path_str(&dataset)]);
+    assert_bad_input(&out, "after the closing ']'");
+}
+
 /// Text after an array's closing `]` is a problem with the input (exit 2), not with the
 /// environment (exit 3), and the message says what it is.
 #[test]

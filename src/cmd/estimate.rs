@@ -1,5 +1,7 @@
-//! `run --estimate`: reads and validates the dataset, builds every prompt a live run would send,
-//! and prints the projected calls, tokens and cost per judge model. Nothing is sent.
+//! `run --estimate`: reads and validates the dataset as `run` does ([`Validator::checks`]: a
+//! skipped record, a cut-off last one included, is counted and left out), builds every prompt a
+//! live run would send, and prints the projected calls, tokens and cost per judge model.
+//! Nothing is sent.
 
 use std::path::Path;
 
@@ -22,11 +24,11 @@ pub fn print_estimate(
         config.model_prefixes.clone(),
         dataset.parent().map(Path::to_path_buf),
     );
-    let mut validator = Validator::new(evaluator);
+    let reader = DatasetReader::open_with(dataset, &suite.read_options(format))?;
     let mut estimate = Estimate::default();
     let mut skipped = 0u64;
-    for raw in DatasetReader::open_with(dataset, &suite.read_options(format))? {
-        match validator.check(raw?) {
+    for checked in Validator::new(evaluator).checks(reader) {
+        match checked? {
             Checked::Valid { example, .. } => {
                 add_example(&mut estimate, &config.judges, suite, &example);
             }

@@ -1,10 +1,11 @@
-//! `evalfleet validate`: a dry run. Reads and validates every record exactly as `run` would,
-//! prints each problem with its line or index, and exits non-zero when any record is invalid.
+//! `evalfleet validate`: a dry run. Reads and validates every record exactly as `run` would
+//! (the same loop, [`Validator::checks`]), prints each problem with its line or index, and exits
+//! non-zero when any record is invalid.
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use evalfleet_dataset::{DatasetError, DatasetReader, Format};
+use evalfleet_dataset::{DatasetReader, Format};
 use evalfleet_suites::evaluate::{Checked, Evaluator, Validator};
 
 use crate::exit::{BadInput, Exit};
@@ -32,20 +33,10 @@ pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exi
         config.model_prefixes,
         args.dataset.parent().map(Path::to_path_buf),
     );
-    let mut validator = Validator::new(evaluator);
+    let reader = DatasetReader::open_with(&args.dataset, &options)?;
     let (mut valid, mut invalid) = (0u64, 0u64);
-    for raw in DatasetReader::open_with(&args.dataset, &options)? {
-        let checked = match raw {
-            Ok(raw) => validator.check(raw),
-            Err(e @ DatasetError::Truncated { .. })
-            | Err(e @ DatasetError::TrailingData { .. }) => {
-                invalid += 1;
-                println!("{e}");
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        match checked {
+    for checked in Validator::new(evaluator).checks(reader) {
+        match checked? {
             Checked::Valid { .. } => valid += 1,
             Checked::Skipped {
                 position,

@@ -27,7 +27,7 @@ use evalfleet_model::suite::{Dimension, SuiteKind};
 
 pub use finish::{finish, Effort, Verdicts};
 pub use heuristic::heuristic_verdict;
-pub use validate::{Checked, Validator};
+pub use validate::{Checked, Checks, Validator};
 
 /// A validated example of one of the three built-in suites or of a custom suite.
 ///

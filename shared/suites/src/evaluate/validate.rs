@@ -1,4 +1,6 @@
-//! The loader's verdict on each raw record: valid, or skipped with its position and reason.
+//! The loader's verdict on each raw record: valid, or skipped with its position and reason, and
+//! the one read-and-validate loop ([`Validator::checks`]) that `run`, `submit`, `validate` and
+//! `--estimate` all go through, so that a record means the same to each of them.
 //!
 //! Duplicate ids are detected here, among valid records only, after trimming (docs/DESIGN.md §9). Only a
 //! 128-bit hash of each id is kept (16 bytes an example), so a 10^7-example dataset costs
@@ -7,7 +9,7 @@
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
-use evalfleet_dataset::{Position, RawRecord};
+use evalfleet_dataset::{DatasetError, Position, RawRecord};
 
 use serde_json::Value;
 
@@ -81,6 +83,57 @@ impl Validator {
                 }
             }
         }
+    }
+}
+
+/// Why the element a JSON array was cut off in is skipped.
+fn truncated_reason(index: u64) -> String {
+    format!("the JSON array ends before element {index} is closed")
+}
+
+impl Validator {
+    /// Checks every record `records` yields, in order: the one read-and-validate loop.
+    ///
+    /// A bad record is skipped with its position, never fatal (docs/DESIGN.md §9), and that
+    /// includes a file cut off inside its last record: a JSON array that ends before its last
+    /// element is closed yields that element as [`Checked::Skipped`] with its index and
+    /// the reason "the JSON array ends before element N is closed" (a cut JSONL line or CSV row is already a bad record of its own).
+    /// Only what makes the file unreadable as a whole (an I/O error, text after an array's
+    /// closing `]`) comes out as an error, and then nothing follows it.
+    pub fn checks<I>(self, records: I) -> Checks<I>
+    where
+        I: Iterator<Item = Result<RawRecord, DatasetError>>,
+    {
+        Checks {
+            validator: self,
+            records,
+        }
+    }
+}
+
+/// The records of a dataset, each checked; see [`Validator::checks`].
+pub struct Checks<I> {
+    validator: Validator,
+    records: I,
+}
+
+impl<I> Iterator for Checks<I>
+where
+    I: Iterator<Item = Result<RawRecord, DatasetError>>,
+{
+    type Item = Result<Checked, DatasetError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(match self.records.next()? {
+            Ok(raw) => Ok(self.validator.check(raw)),
+            Err(DatasetError::Truncated { index, .. }) => Ok(Checked::Skipped {
+                ordinal: index,
+                position: Position::Index(index),
+                id: String::new(),
+                reason: truncated_reason(index),
+            }),
+            Err(e) => Err(e),
+        })
     }
 }
 
@@ -167,5 +220,50 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    fn checks_of(text: &str) -> Vec<Result<Checked, DatasetError>> {
+        let input = Box::new(std::io::Cursor::new(text.as_bytes().to_vec()));
+        let path = std::path::Path::new("d.json");
+        let reader = evalfleet_dataset::DatasetReader::from_reader(path, input, 1 << 20).unwrap();
+        validator().checks(reader).collect()
+    }
+
+    #[test]
+    fn a_cut_off_array_skips_its_last_element_with_its_index() {
+        let text = format!("[{}, {}, {{\"id\": \"c\", \"tick", ex("a"), ex("b"));
+        let checked = checks_of(&text);
+        assert_eq!(checked.len(), 3, "{checked:?}");
+        assert!(matches!(checked[0], Ok(Checked::Valid { ordinal: 0, .. })));
+        assert!(matches!(checked[1], Ok(Checked::Valid { ordinal: 1, .. })));
+        match &checked[2] {
+            Ok(Checked::Skipped {
+                ordinal,
+                position,
+                id,
+                reason,
+            }) => {
+                assert_eq!((*ordinal, *position), (2, Position::Index(2)));
+                assert_eq!(id, "");
+                assert_eq!(reason, "the JSON array ends before element 2 is closed");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn text_after_an_array_is_an_error_and_ends_the_records() {
+        let checked = checks_of(&format!("[{}, {}] junk", ex("a"), ex("b")));
+        let (last, before) = checked.split_last().unwrap();
+        assert!(
+            matches!(last, Err(DatasetError::TrailingData { .. })),
+            "{checked:?}"
+        );
+        assert!(
+            before
+                .iter()
+                .all(|c| matches!(c, Ok(Checked::Valid { .. }))),
+            "{checked:?}"
+        );
     }
 }
