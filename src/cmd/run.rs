@@ -10,13 +10,12 @@ use anyhow::Context;
 use clap::Args;
 use evalfleet_aggregator::write_reports;
 use evalfleet_config::CallMode;
-use evalfleet_config::Config;
 use evalfleet_dataset::Format;
 use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
-use evalfleet_worker::judge::cache::{InMemoryCache, JudgeCache, NoCache};
-use evalfleet_worker::{Judge, JudgeMode, LiveJudge, WorkerStats};
+use evalfleet_worker::judge::cache::InMemoryCache;
+use evalfleet_worker::{build_judge, Judge, JudgeMode, LiveParts, WorkerStats};
 
 use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
@@ -80,7 +79,8 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     if args.estimate {
         return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
-    let judge = build_judge(args.judge, &config)?;
+    let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
+    let judge = build_judge(args.judge, &config.judges, &parts).map_err(BadInput)?;
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
         // In batch mode examples wait in memory for their batch: as many at once as make a
@@ -245,23 +245,6 @@ fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
 /// Examples in flight at once in batch mode unless `--concurrency` says otherwise: each waits
 /// in memory (a few KB) for its batch, and the batches gather up to this many questions.
 const BATCH_CONCURRENCY: usize = 10_000;
-
-fn build_judge(mode: JudgeMode, config: &Config) -> anyhow::Result<Judge> {
-    Ok(match mode {
-        JudgeMode::None => Judge::None,
-        JudgeMode::Heuristic => Judge::Heuristic,
-        JudgeMode::Live => {
-            let cache: Arc<dyn JudgeCache> = if config.judges.cache {
-                Arc::new(InMemoryCache::default())
-            } else {
-                Arc::new(NoCache)
-            };
-            Judge::Live(Arc::new(
-                LiveJudge::new(&config.judges, cache).map_err(BadInput)?,
-            ))
-        }
-    })
-}
 
 /// `run-20261123-071702-3f9a`: sortable by time, unique enough for one user's runs.
 pub fn new_run_id() -> String {

@@ -21,7 +21,7 @@ use evalfleet_contract::store::ResultStore;
 use tokio_util::sync::CancellationToken;
 
 pub use consume::{run_consumers, OneRun, Resolution, Runs};
-pub use judge::{Judge, JudgeMode, LiveJudge};
+pub use judge::{build_judge, Judge, JudgeMode, LiveJudge, LiveParts};
 pub use process::{process, Pipeline, Processed};
 
 #[derive(Debug, thiserror::Error)]

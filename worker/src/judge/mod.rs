@@ -3,6 +3,7 @@
 
 pub mod accounting;
 pub mod batch;
+mod build;
 pub mod estimate;
 pub mod limit;
 pub mod live;
@@ -20,6 +21,7 @@ use evalfleet_contract::batch_store::Question;
 use evalfleet_model::record::{Scores, Usage};
 use evalfleet_suites::evaluate::{heuristic_verdict, Example, JudgeTask};
 
+pub use build::{build_judge, LiveParts};
 pub use evalfleet_contract::judge_cache as cache;
 pub use live::LiveJudge;
 
