@@ -49,6 +49,14 @@ pub struct Dimension {
     pub rubric: String,
 }
 
+impl Dimension {
+    /// A score on this dimension's rubric scale as a fraction of the scale:
+    /// `(score − min) / (max − min)`, so `min` is 0 and `max` is 1.
+    pub fn to_unit(&self, score: f64) -> f64 {
+        (score - self.min as f64) / (self.max - self.min) as f64
+    }
+}
+
 /// A named grouping of results, e.g. `by_model` over `[model]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -97,5 +105,31 @@ pub struct CompareOptions {
 impl CompareOptions {
     pub fn is_empty(&self) -> bool {
         self.max_drop.is_empty() && self.lower_is_better.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dimension(min: i64, max: i64) -> Dimension {
+        Dimension {
+            name: "d".into(),
+            min,
+            max,
+            unit: false,
+            rubric: String::new(),
+        }
+    }
+
+    #[test]
+    fn to_unit_maps_the_rubric_scale_onto_zero_to_one() {
+        let d = dimension(1, 5);
+        assert_eq!(d.to_unit(1.0), 0.0);
+        assert_eq!(d.to_unit(5.0), 1.0);
+        assert_eq!(d.to_unit(2.0), 0.25);
+        assert_eq!(d.to_unit(3.5), 0.625, "a panel's mean is scaled too");
+        assert_eq!(dimension(0, 10).to_unit(7.0), 0.7);
+        assert_eq!(dimension(-2, 2).to_unit(0.0), 0.5);
     }
 }

@@ -183,11 +183,7 @@ fn unit_scores<'a>(suite: &'a Suite, scores: &'a Scores) -> impl Iterator<Item =
     scores.0.iter().filter_map(|(name, s)| {
         let d = suite.dimension(name)?;
         let v = s.score?;
-        Some(if d.unit {
-            v
-        } else {
-            (v - d.min as f64) / (d.max - d.min) as f64
-        })
+        Some(if d.unit { v } else { d.to_unit(v) })
     })
 }
 

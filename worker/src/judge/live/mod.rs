@@ -529,7 +529,7 @@ fn retry_reason(e: &CallError) -> String {
 fn combine(dim: &evalfleet_model::suite::Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score {
     let reported = |raw: i64| {
         if dim.unit {
-            (raw - dim.min) as f64 / (dim.max - dim.min) as f64
+            dim.to_unit(raw as f64)
         } else {
             raw as f64
         }
