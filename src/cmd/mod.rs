@@ -4,6 +4,7 @@ pub mod compare;
 pub mod estimate;
 pub mod fleet;
 pub mod generate;
+pub mod judge;
 pub mod run;
 pub mod suite;
 pub mod validate;

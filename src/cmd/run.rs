@@ -9,13 +9,12 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use evalfleet_aggregator::write_reports;
-use evalfleet_config::CallMode;
 use evalfleet_dataset::Format;
 use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
 use evalfleet_worker::judge::cache::InMemoryCache;
-use evalfleet_worker::{build_judge, Judge, JudgeMode, LiveParts, WorkerStats};
+use evalfleet_worker::{build_judge, Judge, LiveParts, WorkerStats};
 
 use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
@@ -37,21 +36,11 @@ pub struct RunArgs {
     /// Examples evaluated at once (default: config `concurrency`, 0 = one per core).
     #[arg(long, short = 'j')]
     pub concurrency: Option<usize>,
-    /// The judge: none, heuristic (offline, deterministic) or live (the providers under
-    /// `judges:` in the config).
-    #[arg(long, default_value = "heuristic", value_parser = crate::cmd::parse_judge)]
-    pub judge: JudgeMode,
-    /// How a live judge's questions reach the providers: live (one call each) or batch (the
-    /// providers' Batch APIs, half the price, answers within 24 hours). Overrides
-    /// `judges.mode` and every provider's own `mode`.
-    #[arg(long, value_parser = crate::cmd::parse_call_mode)]
-    pub judge_mode: Option<CallMode>,
+    #[command(flatten)]
+    pub judges: super::judge::JudgeArgs,
     /// Print the judge calls, tokens and cost a live run would make, and exit: nothing is sent.
     #[arg(long)]
     pub estimate: bool,
-    /// Stop judge calls once this many USD are spent (overrides `judges.budget_usd`).
-    #[arg(long)]
-    pub budget: Option<f64>,
     /// Run id (default: generated from the time).
     #[arg(long)]
     pub run_id: Option<String>,
@@ -70,17 +59,12 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     let dataset_bytes = super::dataset_len(&args.dataset)?;
     let mut config = config;
-    if let Some(budget) = args.budget {
-        config.judges.budget_usd = Some(budget);
-    }
-    if let Some(mode) = args.judge_mode {
-        config.judges.set_mode(mode);
-    }
+    args.judges.apply(&mut config);
     if args.estimate {
         return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
-    let judge = build_judge(args.judge, &config.judges, &parts).map_err(BadInput)?;
+    let judge = build_judge(args.judges.judge, &config.judges, &parts).map_err(BadInput)?;
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
         // In batch mode examples wait in memory for their batch: as many at once as make a
@@ -147,7 +131,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         id: run_id.clone(),
         suite: suite.name.clone(),
         dataset: args.dataset.display().to_string(),
-        judge: args.judge,
+        judge: args.judges.judge,
         started_at: started_at.to_string(),
         finished_at: jiff::Timestamp::now().to_string(),
         duration_seconds: clock.elapsed().as_secs_f64(),

@@ -6,14 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use evalfleet_config::CallMode;
 use evalfleet_contract::store::ResultStore;
 use evalfleet_dataset::Format;
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
 use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
 use evalfleet_suites::spec::RunSpec;
-use evalfleet_worker::JudgeMode;
 
 use super::Endpoints;
 use crate::exit::Exit;
@@ -34,19 +32,11 @@ pub struct SubmitArgs {
     /// Follow the run until its report exists; exit as `run` would.
     #[arg(long)]
     pub wait: bool,
-    #[arg(long, default_value = "heuristic", value_parser = crate::cmd::parse_judge)]
-    pub judge: JudgeMode,
-    /// How a live judge's questions reach the providers: live, or batch (the providers' Batch
-    /// APIs). Overrides `judges.mode`. The fleet takes only live for now: batch is refused,
-    /// except with --estimate, which shows what it would cost.
-    #[arg(long, value_parser = crate::cmd::parse_call_mode)]
-    pub judge_mode: Option<CallMode>,
+    #[command(flatten)]
+    pub judges: crate::cmd::judge::JudgeArgs,
     /// Print the judge calls, tokens and cost, and exit: nothing is published.
     #[arg(long)]
     pub estimate: bool,
-    /// Stop judge calls once this many USD are spent (overrides `judges.budget_usd`).
-    #[arg(long)]
-    pub budget: Option<f64>,
     /// With --wait: compare the finished report with this baseline (a report.json, a report
     /// directory or a run id in reports_dir) into <reports_dir>/compare-<baseline>-<run>/, and
     /// fail (exit 1) on a regression too.
@@ -60,12 +50,7 @@ pub struct SubmitArgs {
 
 pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = crate::cmd::config_and_suite(config, &args.suite)?;
-    if let Some(budget) = args.budget {
-        config.judges.budget_usd = Some(budget);
-    }
-    if let Some(mode) = args.judge_mode {
-        config.judges.set_mode(mode);
-    }
+    args.judges.apply(&mut config);
     let bytes = crate::cmd::dataset_len(&args.dataset)?;
     if args.estimate {
         return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
@@ -76,7 +61,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .unwrap_or_else(crate::cmd::run::new_run_id);
     let spec = RunSpec {
         suite,
-        judge: args.judge,
+        judge: args.judges.judge,
         judges: config.judges.clone(),
         model_prefixes: config.model_prefixes.clone(),
         dataset: args.dataset.display().to_string(),
