@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_config::JudgeConfig;
-use evalfleet_contract::judge_cache::BoxFuture;
 use evalfleet_contract::shared_limit::SharedLimiter;
 
 use crate::redis::{FleetLimiter, RedisStore};
@@ -50,38 +50,31 @@ impl FleetLimits {
     }
 }
 
+#[async_trait]
 impl SharedLimiter for FleetLimits {
-    fn acquire<'a>(&'a self, provider: &'a str, tokens: u32) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let Some(p) = self.providers.get(provider) else {
-                return;
-            };
-            if let Err(e) = p.requests.acquire(1).await {
-                tracing::warn!(provider, error = %e, "fleet request quota unreachable; relying on local limits");
+    async fn acquire(&self, provider: &str, tokens: u32) {
+        let Some(p) = self.providers.get(provider) else {
+            return;
+        };
+        if let Err(e) = p.requests.acquire(1).await {
+            tracing::warn!(provider, error = %e, "fleet request quota unreachable; relying on local limits");
+        }
+        if let Some(t) = &p.tokens {
+            if let Err(e) = t.acquire(tokens).await {
+                tracing::warn!(provider, error = %e, "fleet token quota unreachable; relying on local limits");
             }
-            if let Some(t) = &p.tokens {
-                if let Err(e) = t.acquire(tokens).await {
-                    tracing::warn!(provider, error = %e, "fleet token quota unreachable; relying on local limits");
-                }
-            }
-        })
+        }
     }
 
-    fn throttled<'a>(
-        &'a self,
-        provider: &'a str,
-        retry_after: Option<Duration>,
-    ) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            if let Some(p) = self.providers.get(provider) {
-                if let Err(e) = p
-                    .requests
-                    .pause_fleet(retry_after.unwrap_or(DEFAULT_PAUSE))
-                    .await
-                {
-                    tracing::warn!(provider, error = %e, "cannot pause the fleet after a 429");
-                }
+    async fn throttled(&self, provider: &str, retry_after: Option<Duration>) {
+        if let Some(p) = self.providers.get(provider) {
+            if let Err(e) = p
+                .requests
+                .pause_fleet(retry_after.unwrap_or(DEFAULT_PAUSE))
+                .await
+            {
+                tracing::warn!(provider, error = %e, "cannot pause the fleet after a 429");
             }
-        })
+        }
     }
 }

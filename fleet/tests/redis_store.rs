@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_contract::conformance::{
     store_counts_each_index_once, store_keeps_scenarios_by_digest, store_streams_in_index_order,
 };
@@ -23,6 +24,7 @@ struct StoreAndItems {
     items: RunItems,
 }
 
+#[async_trait]
 impl ResultStore for StoreAndItems {
     async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
         self.store.put(rec).await

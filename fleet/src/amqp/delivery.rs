@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_contract::queue::{Delivery, Message, QueueError};
 use lapin::options::{BasicNackOptions, BasicRejectOptions};
 use lapin::types::{AMQPValue, FieldTable};
@@ -113,6 +114,7 @@ impl std::fmt::Debug for AmqpDelivery {
     }
 }
 
+#[async_trait]
 impl Delivery for AmqpDelivery {
     fn message(&self) -> &Message {
         &self.message

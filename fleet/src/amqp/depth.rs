@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_contract::depth::DepthReading;
 pub use evalfleet_contract::depth::{Depth, Depths, QueueDepths, QueueNames};
 use evalfleet_model::redact::redact_url;
@@ -246,6 +247,7 @@ impl QueueDepthReader {
     }
 }
 
+#[async_trait]
 impl QueueDepths for QueueDepthReader {
     fn names(&self) -> &QueueNames {
         &self.names

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
 use lapin::options::QueueDeclareOptions;
 use lapin::types::FieldTable;
@@ -206,6 +207,7 @@ impl std::fmt::Debug for AmqpQueue {
     }
 }
 
+#[async_trait]
 impl WorkQueue for AmqpQueue {
     type Delivery = AmqpDelivery;
 

@@ -5,10 +5,10 @@
 
 use std::sync::LazyLock;
 
+use async_trait::async_trait;
 use evalfleet_contract::batch_store::{
     BatchOverview, BatchRecord, BatchStore, Parking, Question, Queued,
 };
-use evalfleet_contract::judge_cache::BoxFuture;
 use evalfleet_contract::store::StoreError;
 use redis::Script;
 
@@ -263,190 +263,164 @@ fn seam<T>(r: Result<T>) -> std::result::Result<T, StoreError> {
     r.map_err(|e| store_error(&e))
 }
 
+#[async_trait]
 impl BatchStore for RedisStore {
-    fn answer<'a>(
-        &'a self,
-        run: &'a str,
-        custom_id: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<Option<String>, StoreError>> {
-        Box::pin(async move {
-            let key = self.part(run, "answers");
-            seam(
-                redis::cmd("HGET")
-                    .arg(&key)
-                    .arg(custom_id)
-                    .query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(cmd_err("HGET", &key)),
-            )
-        })
+    async fn answer(
+        &self,
+        run: &str,
+        custom_id: &str,
+    ) -> std::result::Result<Option<String>, StoreError> {
+        let key = self.part(run, "answers");
+        seam(
+            redis::cmd("HGET")
+                .arg(&key)
+                .arg(custom_id)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(cmd_err("HGET", &key)),
+        )
     }
 
-    fn put_answers<'a>(
-        &'a self,
-        run: &'a str,
-        answers: &'a [(String, String)],
-    ) -> BoxFuture<'a, std::result::Result<(), StoreError>> {
-        Box::pin(async move { seam(self.put_all(run, answers).await) })
+    async fn put_answers(
+        &self,
+        run: &str,
+        answers: &[(String, String)],
+    ) -> std::result::Result<(), StoreError> {
+        seam(self.put_all(run, answers).await)
     }
 
-    fn park<'a>(
-        &'a self,
-        run: &'a str,
+    async fn park(
+        &self,
+        run: &str,
         index: u64,
-        message: &'a str,
-        questions: &'a [Question],
-    ) -> BoxFuture<'a, std::result::Result<Parking, StoreError>> {
-        Box::pin(async move { seam(self.park_example(run, index, message, questions).await) })
+        message: &str,
+        questions: &[Question],
+    ) -> std::result::Result<Parking, StoreError> {
+        seam(self.park_example(run, index, message, questions).await)
     }
 
-    fn lease<'a>(
-        &'a self,
-        provider: &'a str,
-        holder: &'a str,
+    async fn lease(
+        &self,
+        provider: &str,
+        holder: &str,
         ttl_ms: u64,
-    ) -> BoxFuture<'a, std::result::Result<bool, StoreError>> {
-        Box::pin(async move {
-            let key = self.keys.batch_lease(provider);
-            let held: i64 = seam(
-                LEASE
-                    .key(&key)
-                    .arg(holder)
-                    .arg(ttl_ms.max(1))
-                    .invoke_async(&mut self.conn.clone())
-                    .await
-                    .map_err(cmd_err("lease (EVALSHA lease.lua)", &key)),
-            )?;
-            Ok(held == 1)
-        })
+    ) -> std::result::Result<bool, StoreError> {
+        let key = self.keys.batch_lease(provider);
+        let held: i64 = seam(
+            LEASE
+                .key(&key)
+                .arg(holder)
+                .arg(ttl_ms.max(1))
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(cmd_err("lease (EVALSHA lease.lua)", &key)),
+        )?;
+        Ok(held == 1)
     }
 
-    fn runs(&self) -> BoxFuture<'_, std::result::Result<Vec<String>, StoreError>> {
-        Box::pin(async move {
-            let key = self.keys.batch_runs();
-            seam(
-                redis::cmd("SMEMBERS")
-                    .arg(&key)
-                    .query_async(&mut self.conn.clone())
-                    .await
-                    .map_err(cmd_err("SMEMBERS", &key)),
-            )
-        })
+    async fn runs(&self) -> std::result::Result<Vec<String>, StoreError> {
+        let key = self.keys.batch_runs();
+        seam(
+            redis::cmd("SMEMBERS")
+                .arg(&key)
+                .query_async(&mut self.conn.clone())
+                .await
+                .map_err(cmd_err("SMEMBERS", &key)),
+        )
     }
 
-    fn pending_len<'a>(
-        &'a self,
-        run: &'a str,
-        provider: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<u64, StoreError>> {
-        Box::pin(async move { seam(self.llen(run, provider).await) })
+    async fn pending_len(&self, run: &str, provider: &str) -> std::result::Result<u64, StoreError> {
+        seam(self.llen(run, provider).await)
     }
 
-    fn pending<'a>(
-        &'a self,
-        run: &'a str,
-        provider: &'a str,
+    async fn pending(
+        &self,
+        run: &str,
+        provider: &str,
         start: usize,
         count: usize,
-    ) -> BoxFuture<'a, std::result::Result<Vec<Queued>, StoreError>> {
-        Box::pin(async move {
-            let key = self.part(run, &format!("pending:{provider}"));
-            let cids = seam(self.list(&key, start, count).await)?;
-            seam(self.lines_of(run, cids).await)
-        })
+    ) -> std::result::Result<Vec<Queued>, StoreError> {
+        let key = self.part(run, &format!("pending:{provider}"));
+        let cids = seam(self.list(&key, start, count).await)?;
+        seam(self.lines_of(run, cids).await)
     }
 
-    fn collect<'a>(
-        &'a self,
-        run: &'a str,
-        holder: &'a str,
+    async fn collect(
+        &self,
+        run: &str,
+        holder: &str,
         count: usize,
-        record: &'a BatchRecord,
-    ) -> BoxFuture<'a, std::result::Result<Option<u64>, StoreError>> {
-        Box::pin(async move { seam(self.collect_batch(run, holder, count, record).await) })
+        record: &BatchRecord,
+    ) -> std::result::Result<Option<u64>, StoreError> {
+        seam(self.collect_batch(run, holder, count, record).await)
     }
 
-    fn batch_cids<'a>(
-        &'a self,
-        run: &'a str,
-        n: u64,
-    ) -> BoxFuture<'a, std::result::Result<Vec<String>, StoreError>> {
-        Box::pin(async move { seam(self.list(&self.part(run, &format!("cids:{n}")), 0, 0).await) })
+    async fn batch_cids(&self, run: &str, n: u64) -> std::result::Result<Vec<String>, StoreError> {
+        seam(self.list(&self.part(run, &format!("cids:{n}")), 0, 0).await)
     }
 
-    fn batch_questions<'a>(
-        &'a self,
-        run: &'a str,
+    async fn batch_questions(
+        &self,
+        run: &str,
         n: u64,
         start: usize,
         count: usize,
-    ) -> BoxFuture<'a, std::result::Result<Vec<Queued>, StoreError>> {
-        Box::pin(async move {
-            let key = self.part(run, &format!("cids:{n}"));
-            let cids = seam(self.list(&key, start, count).await)?;
-            seam(self.lines_of(run, cids).await)
-        })
+    ) -> std::result::Result<Vec<Queued>, StoreError> {
+        let key = self.part(run, &format!("cids:{n}"));
+        let cids = seam(self.list(&key, start, count).await)?;
+        seam(self.lines_of(run, cids).await)
     }
 
-    fn batches<'a>(
-        &'a self,
-        run: &'a str,
-    ) -> BoxFuture<'a, std::result::Result<Vec<(u64, BatchRecord)>, StoreError>> {
-        Box::pin(async move { seam(self.batch_records(run).await) })
+    async fn batches(&self, run: &str) -> std::result::Result<Vec<(u64, BatchRecord)>, StoreError> {
+        seam(self.batch_records(run).await)
     }
 
-    fn set_batch<'a>(
-        &'a self,
-        run: &'a str,
+    async fn set_batch(
+        &self,
+        run: &str,
         n: u64,
-        holder: &'a str,
-        record: &'a BatchRecord,
-    ) -> BoxFuture<'a, std::result::Result<bool, StoreError>> {
-        Box::pin(async move { seam(self.record_batch(run, n, holder, record).await) })
+        holder: &str,
+        record: &BatchRecord,
+    ) -> std::result::Result<bool, StoreError> {
+        seam(self.record_batch(run, n, holder, record).await)
     }
 
-    fn ready<'a>(
-        &'a self,
-        run: &'a str,
-        indexes: &'a [u64],
-    ) -> BoxFuture<'a, std::result::Result<Vec<(u64, String)>, StoreError>> {
-        Box::pin(async move { seam(self.ready_parked(run, indexes).await) })
+    async fn ready(
+        &self,
+        run: &str,
+        indexes: &[u64],
+    ) -> std::result::Result<Vec<(u64, String)>, StoreError> {
+        seam(self.ready_parked(run, indexes).await)
     }
 
-    fn unpark<'a>(
-        &'a self,
-        run: &'a str,
-        parked: &'a [(u64, String)],
-    ) -> BoxFuture<'a, std::result::Result<(), StoreError>> {
-        Box::pin(async move { seam(self.unpark_all(run, parked).await) })
+    async fn unpark(
+        &self,
+        run: &str,
+        parked: &[(u64, String)],
+    ) -> std::result::Result<(), StoreError> {
+        seam(self.unpark_all(run, parked).await)
     }
 
-    fn retire<'a>(
-        &'a self,
-        run: &'a str,
-        force: bool,
-    ) -> BoxFuture<'a, std::result::Result<bool, StoreError>> {
-        Box::pin(async move {
-            let key = self.keys.batch_runs();
-            let retired: i64 = seam(
-                RETIRE
-                    .key(self.part(run, "parked"))
-                    .key(&key)
-                    .arg(run)
-                    .arg(if force { "1" } else { "0" })
-                    .invoke_async(&mut self.conn.clone())
-                    .await
-                    .map_err(cmd_err("retire (EVALSHA retire.lua)", &key)),
-            )?;
-            Ok(retired == 1)
-        })
+    async fn retire(&self, run: &str, force: bool) -> std::result::Result<bool, StoreError> {
+        let key = self.keys.batch_runs();
+        let retired: i64 = seam(
+            RETIRE
+                .key(self.part(run, "parked"))
+                .key(&key)
+                .arg(run)
+                .arg(if force { "1" } else { "0" })
+                .invoke_async(&mut self.conn.clone())
+                .await
+                .map_err(cmd_err("retire (EVALSHA retire.lua)", &key)),
+        )?;
+        Ok(retired == 1)
     }
 
-    fn overview<'a>(
-        &'a self,
-        run: &'a str,
-        providers: &'a [String],
-    ) -> BoxFuture<'a, std::result::Result<BatchOverview, StoreError>> {
-        Box::pin(async move { seam(self.batch_overview(run, providers).await) })
+    async fn overview(
+        &self,
+        run: &str,
+        providers: &[String],
+    ) -> std::result::Result<BatchOverview, StoreError> {
+        seam(self.batch_overview(run, providers).await)
     }
 }

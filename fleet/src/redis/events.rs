@@ -10,6 +10,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_contract::events::{EventReader, ResultEvent, ResultEvents};
 use evalfleet_contract::store::StoreError;
 use evalfleet_model::record::ResultRecord;
@@ -224,6 +225,7 @@ fn no_group(e: &redis::RedisError) -> bool {
 
 /// The events contract for the aggregator: a stream entry per stored result, a consumer group
 /// of aggregators.
+#[async_trait]
 impl EventReader for EventStream {
     async fn read(
         &mut self,
@@ -246,6 +248,7 @@ impl EventReader for EventStream {
     }
 }
 
+#[async_trait]
 impl ResultEvents for RedisStore {
     type Reader = EventStream;
     type Items = super::RunItems;

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use evalfleet_contract::judge_cache::{BoxFuture, CachedVerdict, JudgeCache};
+use async_trait::async_trait;
+use evalfleet_contract::judge_cache::{CachedVerdict, JudgeCache};
 use redis::aio::ConnectionManager;
 
 use super::keys::Keys;
@@ -62,12 +63,13 @@ impl RedisJudgeCache {
     }
 }
 
+#[async_trait]
 impl JudgeCache for RedisJudgeCache {
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>> {
-        Box::pin(self.read(key))
+    async fn get(&self, key: &str) -> Option<CachedVerdict> {
+        self.read(key).await
     }
 
-    fn put<'a>(&'a self, key: &'a str, verdict: &'a CachedVerdict) -> BoxFuture<'a, ()> {
-        Box::pin(self.write(key, verdict))
+    async fn put(&self, key: &str, verdict: &CachedVerdict) {
+        self.write(key, verdict).await
     }
 }

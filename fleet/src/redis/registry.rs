@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_contract::registry::{RunRegistry, Verdict};
 use evalfleet_contract::store::StoreError;
 use evalfleet_suites::spec::RunSpec;
@@ -204,6 +205,7 @@ impl RedisStore {
 
 /// The registry contract, for every role: the methods above, with the spec typed (parsed here
 /// and nowhere else) and errors as the store seam sees them (transient ones stay transient).
+#[async_trait]
 impl RunRegistry for RedisStore {
     async fn register(&self, meta: &RunMeta, spec: &RunSpec) -> Result<bool, StoreError> {
         let json = serde_json::to_string(spec)

@@ -13,6 +13,7 @@
 use std::sync::{Arc, LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use backon::{ExponentialBuilder, Retryable};
 use evalfleet_contract::store::{Counts, PutOutcome, ResultStore, StoreError};
 use evalfleet_model::record::ResultRecord;
@@ -300,6 +301,7 @@ fn glob_escape(s: &str) -> String {
     out
 }
 
+#[async_trait]
 impl ResultStore for RedisStore {
     async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
         self.commit

@@ -13,9 +13,9 @@
 //! - a parked example is released by value ([`BatchStore::unpark`] removes exactly the parking
 //!   that was read), so a re-park in between is never lost.
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use crate::judge_cache::BoxFuture;
 use crate::store::StoreError;
 
 /// One judge request waiting for a batch: its provider, its `custom_id`, and the encoded batch
@@ -114,127 +114,92 @@ pub struct BatchOverview {
     pub batches: Vec<(u64, BatchRecord)>,
 }
 
+#[async_trait]
 pub trait BatchStore: Send + Sync {
     /// The stored result of question `custom_id` of `run` (what the coordinator wrote), if in.
-    fn answer<'a>(
-        &'a self,
-        run: &'a str,
-        custom_id: &'a str,
-    ) -> BoxFuture<'a, Result<Option<String>, StoreError>>;
+    async fn answer(&self, run: &str, custom_id: &str) -> Result<Option<String>, StoreError>;
 
     /// Stores results by custom_id (a reply of a live fallback, or a downloaded batch's).
-    fn put_answers<'a>(
-        &'a self,
-        run: &'a str,
-        answers: &'a [(String, String)],
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    async fn put_answers(&self, run: &str, answers: &[(String, String)]) -> Result<(), StoreError>;
 
     /// Parks example `index` of `run` (its message `message`) until every one of `questions`
     /// has a result, queueing those no one asked before.
-    fn park<'a>(
-        &'a self,
-        run: &'a str,
+    async fn park(
+        &self,
+        run: &str,
         index: u64,
-        message: &'a str,
-        questions: &'a [Question],
-    ) -> BoxFuture<'a, Result<Parking, StoreError>>;
+        message: &str,
+        questions: &[Question],
+    ) -> Result<Parking, StoreError>;
 
     /// Takes or keeps the lease of `provider`'s coordinator for `ttl_ms`; true while `holder`
     /// has it.
-    fn lease<'a>(
-        &'a self,
-        provider: &'a str,
-        holder: &'a str,
-        ttl_ms: u64,
-    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+    async fn lease(&self, provider: &str, holder: &str, ttl_ms: u64) -> Result<bool, StoreError>;
 
     /// Runs with batch work (questions queued, batches open, examples parked).
-    fn runs(&self) -> BoxFuture<'_, Result<Vec<String>, StoreError>>;
+    async fn runs(&self) -> Result<Vec<String>, StoreError>;
 
     /// How many questions of `run` wait for a batch of `provider`.
-    fn pending_len<'a>(
-        &'a self,
-        run: &'a str,
-        provider: &'a str,
-    ) -> BoxFuture<'a, Result<u64, StoreError>>;
+    async fn pending_len(&self, run: &str, provider: &str) -> Result<u64, StoreError>;
 
     /// A page of the questions of `run` queued for `provider`, with their lines, oldest first:
     /// `count` of them from the `start`th.
-    fn pending<'a>(
-        &'a self,
-        run: &'a str,
-        provider: &'a str,
+    async fn pending(
+        &self,
+        run: &str,
+        provider: &str,
         start: usize,
         count: usize,
-    ) -> BoxFuture<'a, Result<Vec<Queued>, StoreError>>;
+    ) -> Result<Vec<Queued>, StoreError>;
 
     /// Moves the first `count` queued questions into a new batch with `record`; returns its
     /// number, or None when `holder` lost the lease.
-    fn collect<'a>(
-        &'a self,
-        run: &'a str,
-        holder: &'a str,
+    async fn collect(
+        &self,
+        run: &str,
+        holder: &str,
         count: usize,
-        record: &'a BatchRecord,
-    ) -> BoxFuture<'a, Result<Option<u64>, StoreError>>;
+        record: &BatchRecord,
+    ) -> Result<Option<u64>, StoreError>;
 
     /// The custom_ids of batch `n`, in batch order.
-    fn batch_cids<'a>(
-        &'a self,
-        run: &'a str,
-        n: u64,
-    ) -> BoxFuture<'a, Result<Vec<String>, StoreError>>;
+    async fn batch_cids(&self, run: &str, n: u64) -> Result<Vec<String>, StoreError>;
 
     /// A page of the questions of batch `n` with their lines, in batch order: `count` of them
     /// from the `start`th.
-    fn batch_questions<'a>(
-        &'a self,
-        run: &'a str,
+    async fn batch_questions(
+        &self,
+        run: &str,
         n: u64,
         start: usize,
         count: usize,
-    ) -> BoxFuture<'a, Result<Vec<Queued>, StoreError>>;
+    ) -> Result<Vec<Queued>, StoreError>;
 
     /// The run's batches, by number.
-    fn batches<'a>(
-        &'a self,
-        run: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<(u64, BatchRecord)>, StoreError>>;
+    async fn batches(&self, run: &str) -> Result<Vec<(u64, BatchRecord)>, StoreError>;
 
     /// Records batch `n`'s new state; false (nothing written) when `holder` lost the lease.
-    fn set_batch<'a>(
-        &'a self,
-        run: &'a str,
+    async fn set_batch(
+        &self,
+        run: &str,
         n: u64,
-        holder: &'a str,
-        record: &'a BatchRecord,
-    ) -> BoxFuture<'a, Result<bool, StoreError>>;
+        holder: &str,
+        record: &BatchRecord,
+    ) -> Result<bool, StoreError>;
 
     /// Of the parked examples `indexes`, those whose every awaited result is in: (index, the
     /// parking as stored), to re-enqueue and then [`BatchStore::unpark`].
-    fn ready<'a>(
-        &'a self,
-        run: &'a str,
-        indexes: &'a [u64],
-    ) -> BoxFuture<'a, Result<Vec<(u64, String)>, StoreError>>;
+    async fn ready(&self, run: &str, indexes: &[u64]) -> Result<Vec<(u64, String)>, StoreError>;
 
     /// Removes these parkings, each only if it is still the one that was read.
-    fn unpark<'a>(
-        &'a self,
-        run: &'a str,
-        parked: &'a [(u64, String)],
-    ) -> BoxFuture<'a, Result<(), StoreError>>;
+    async fn unpark(&self, run: &str, parked: &[(u64, String)]) -> Result<(), StoreError>;
 
     /// Forgets `run` as a run with batch work when no example of it is parked, or always with
     /// `force` (a cancelled run); true when forgotten.
-    fn retire<'a>(&'a self, run: &'a str, force: bool) -> BoxFuture<'a, Result<bool, StoreError>>;
+    async fn retire(&self, run: &str, force: bool) -> Result<bool, StoreError>;
 
     /// The run's batch work, for `status`.
-    fn overview<'a>(
-        &'a self,
-        run: &'a str,
-        providers: &'a [String],
-    ) -> BoxFuture<'a, Result<BatchOverview, StoreError>>;
+    async fn overview(&self, run: &str, providers: &[String]) -> Result<BatchOverview, StoreError>;
 }
 
 /// A parking as stored: the awaited custom_ids on the first line, the example's message after.

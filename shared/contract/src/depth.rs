@@ -6,7 +6,7 @@
 //! failure of the preferred source is reported beside the depths it fell back to, so that it is
 //! logged when it starts and when it ends.
 
-use std::future::Future;
+use async_trait::async_trait;
 
 /// One queue's messages. `unacked` is None when the source cannot see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,9 +38,10 @@ pub struct DepthReading {
     pub preferred_failed: Option<String>,
 }
 
+#[async_trait]
 pub trait QueueDepths: Send + Sync + 'static {
     fn names(&self) -> &QueueNames;
     /// Whether a preferred source is configured (its recovery is worth a log line).
     fn has_preferred(&self) -> bool;
-    fn read(&self) -> impl Future<Output = DepthReading> + Send;
+    async fn read(&self) -> DepthReading;
 }

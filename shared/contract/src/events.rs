@@ -10,9 +10,9 @@
 //! [`ResultStore`]: crate::store::ResultStore
 //! [`RunRegistry`]: crate::registry::RunRegistry
 
-use std::future::Future;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use evalfleet_model::record::ResultRecord;
 use evalfleet_report::ItemSource;
 
@@ -32,36 +32,31 @@ pub struct ResultEvent {
 }
 
 /// One aggregator's place in the group every aggregator joins.
+#[async_trait]
 pub trait EventReader: Send + 'static {
     /// Up to `count` events not yet handed to anyone, waiting up to `block` for the first.
-    fn read(
-        &mut self,
-        count: usize,
-        block: Duration,
-    ) -> impl Future<Output = Result<Vec<ResultEvent>, StoreError>> + Send;
+    async fn read(&mut self, count: usize, block: Duration)
+        -> Result<Vec<ResultEvent>, StoreError>;
     /// Up to `count` events another member was handed at least `min_idle` ago and never
     /// acknowledged (it crashed): now this reader's.
-    fn claim_stale(
+    async fn claim_stale(
         &mut self,
         min_idle: Duration,
         count: usize,
-    ) -> impl Future<Output = Result<Vec<ResultEvent>, StoreError>> + Send;
+    ) -> Result<Vec<ResultEvent>, StoreError>;
     /// The events are folded: nobody gets them again.
-    fn ack(&mut self, ids: &[String]) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn ack(&mut self, ids: &[String]) -> Result<(), StoreError>;
 }
 
 /// Where results are announced and read back.
+#[async_trait]
 pub trait ResultEvents: Send + Sync + 'static {
     type Reader: EventReader;
     type Items: ItemSource + Send + Sync + 'static;
     /// Joins (creating it if needed) the consumer group `group` as `consumer`. A new group
     /// starts at the first event still kept, so results stored before any aggregator ran are
     /// not missed.
-    fn join(
-        &self,
-        group: &str,
-        consumer: &str,
-    ) -> impl Future<Output = Result<Self::Reader, StoreError>> + Send;
+    async fn join(&self, group: &str, consumer: &str) -> Result<Self::Reader, StoreError>;
     /// The stored results of `run_id` at indices `0..total`, to be read in index order (on a
     /// blocking thread: reading may wait on I/O).
     fn items(&self, run_id: &str, total: u64) -> Result<Self::Items, StoreError>;

@@ -5,9 +5,9 @@
 //! depending on Redis.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Mutex;
+
+use async_trait::async_trait;
 
 /// A verdict worth keeping: only valid, in-range scores are cached.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -16,13 +16,12 @@ pub struct CachedVerdict {
     pub reasoning: String,
 }
 
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
+#[async_trait]
 pub trait JudgeCache: Send + Sync {
     /// The verdict for `key` (provider, model and prompt hash), if cached. A cache that cannot
     /// be read answers None: a cache is never a reason to fail an example.
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>>;
-    fn put<'a>(&'a self, key: &'a str, verdict: &'a CachedVerdict) -> BoxFuture<'a, ()>;
+    async fn get(&self, key: &str) -> Option<CachedVerdict>;
+    async fn put(&self, key: &str, verdict: &CachedVerdict);
     /// False for a cache that keeps nothing, so callers can skip computing keys.
     fn enabled(&self) -> bool {
         true
@@ -34,31 +33,30 @@ pub struct InMemoryCache {
     entries: Mutex<HashMap<String, CachedVerdict>>,
 }
 
+#[async_trait]
 impl JudgeCache for InMemoryCache {
-    fn get<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>> {
+    async fn get(&self, key: &str) -> Option<CachedVerdict> {
         let hit = self.entries.lock().ok().and_then(|e| e.get(key).cloned());
-        Box::pin(std::future::ready(hit))
+        hit
     }
 
-    fn put<'a>(&'a self, key: &'a str, verdict: &'a CachedVerdict) -> BoxFuture<'a, ()> {
+    async fn put(&self, key: &str, verdict: &CachedVerdict) {
         if let Ok(mut e) = self.entries.lock() {
             e.insert(key.to_owned(), verdict.clone());
         }
-        Box::pin(std::future::ready(()))
     }
 }
 
 /// A cache that keeps nothing (`judges.cache: false`).
 pub struct NoCache;
 
+#[async_trait]
 impl JudgeCache for NoCache {
-    fn get<'a>(&'a self, _key: &'a str) -> BoxFuture<'a, Option<CachedVerdict>> {
-        Box::pin(std::future::ready(None))
+    async fn get(&self, _key: &str) -> Option<CachedVerdict> {
+        None
     }
 
-    fn put<'a>(&'a self, _key: &'a str, _verdict: &'a CachedVerdict) -> BoxFuture<'a, ()> {
-        Box::pin(std::future::ready(()))
-    }
+    async fn put(&self, _key: &str, _verdict: &CachedVerdict) {}
 
     fn enabled(&self) -> bool {
         false

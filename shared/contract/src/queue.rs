@@ -5,10 +5,10 @@
 //! `ack` / `requeue` / `reject` per message, and one way to stop: [`WorkQueue::stop_consuming`]
 //! — so one consumer loop serves both.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use evalfleet_suites::evaluate::Example;
@@ -46,28 +46,30 @@ pub enum QueueError {
 }
 
 /// One delivered message and the means to settle it.
+#[async_trait]
 pub trait Delivery: Send + Sync + 'static {
     fn message(&self) -> &Message;
     /// Whether the broker delivered this message before (a worker died or requeued it).
     fn redelivered(&self) -> bool;
     /// The result is durably stored: remove the message.
-    fn ack(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    async fn ack(self) -> Result<(), QueueError>;
     /// A transient failure: deliver the message again later.
-    fn requeue(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    async fn requeue(self) -> Result<(), QueueError>;
     /// A poison message: send it to the dead-letter queue.
-    fn reject(self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    async fn reject(self) -> Result<(), QueueError>;
 }
 
+#[async_trait]
 pub trait WorkQueue: Send + Sync + 'static {
     type Delivery: Delivery;
     /// Publishes a batch; returns once every message is confirmed.
-    fn publish(&self, batch: Vec<Message>) -> impl Future<Output = Result<(), QueueError>> + Send;
+    async fn publish(&self, batch: Vec<Message>) -> Result<(), QueueError>;
     /// The next delivery, or None once the queue is drained and closed, or consuming stopped.
-    fn next(&self) -> impl Future<Output = Result<Option<Self::Delivery>, QueueError>> + Send;
+    async fn next(&self) -> Result<Option<Self::Delivery>, QueueError>;
     /// Stops consuming (graceful shutdown): messages not handed out yet go back to the queue
     /// for other consumers at once, deliveries already handed out can still be settled, and
     /// `next()` returns None from now on.
-    fn stop_consuming(&self) -> impl Future<Output = Result<(), QueueError>> + Send;
+    async fn stop_consuming(&self) -> Result<(), QueueError>;
 }
 
 /// The embedded queue: publishers wait while `capacity` chunks are queued (so memory stays flat
@@ -161,6 +163,7 @@ impl Inner {
     }
 }
 
+#[async_trait]
 impl WorkQueue for InProcessQueue {
     type Delivery = InProcessDelivery;
 
@@ -237,6 +240,7 @@ pub struct InProcessDelivery {
     redelivered: bool,
 }
 
+#[async_trait]
 impl Delivery for InProcessDelivery {
     fn message(&self) -> &Message {
         &self.message

@@ -8,11 +8,11 @@
 //! for tests of the roles and of the rules of what may happen to a run.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::store::StoreError;
@@ -91,77 +91,50 @@ pub struct Verdict<'a> {
     pub report_dir: &'a str,
 }
 
+#[async_trait]
 pub trait RunRegistry: Send + Sync + 'static {
     /// Registers a run with its spec; false when it was registered before (a resumed submit:
     /// nothing changes, the spec a run started with stays its spec).
-    fn register(
-        &self,
-        meta: &RunMeta,
-        spec: &RunSpec,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    async fn register(&self, meta: &RunMeta, spec: &RunSpec) -> Result<bool, StoreError>;
     /// The run's entry; None when unknown or expired.
-    fn run(&self, id: &str) -> impl Future<Output = Result<Option<RunMeta>, StoreError>> + Send;
+    async fn run(&self, id: &str) -> Result<Option<RunMeta>, StoreError>;
     /// Up to `limit` runs, newest first.
-    fn runs(&self, limit: usize) -> impl Future<Output = Result<Vec<RunMeta>, StoreError>> + Send;
+    async fn runs(&self, limit: usize) -> Result<Vec<RunMeta>, StoreError>;
     /// The spec the run was registered with; None for a run nobody registered (or expired).
-    fn spec(&self, id: &str) -> impl Future<Output = Result<Option<RunSpec>, StoreError>> + Send;
+    async fn spec(&self, id: &str) -> Result<Option<RunSpec>, StoreError>;
     /// Counts `n` more published messages.
-    fn add_published(
-        &self,
-        id: &str,
-        n: u64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn add_published(&self, id: &str, n: u64) -> Result<(), StoreError>;
     /// Sets the number of examples (known once the producer has read the whole dataset).
-    fn set_total(
-        &self,
-        id: &str,
-        total: u64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn set_total(&self, id: &str, total: u64) -> Result<(), StoreError>;
     /// Changes the run's status. Complete or cancelled: `finished_at` is set and the run's
     /// data expires after the retention. Submitting or running (a `retry` reopening a finished
     /// run): it is kept again and the old verdict is cleared.
-    fn set_status(
-        &self,
-        id: &str,
-        status: RunStatus,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn set_status(&self, id: &str, status: RunStatus) -> Result<(), StoreError>;
     /// Marks the run complete with its verdict (and its retention, as `set_status`).
-    fn finish(
-        &self,
-        id: &str,
-        verdict: &Verdict<'_>,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn finish(&self, id: &str, verdict: &Verdict<'_>) -> Result<(), StoreError>;
     /// The run's `summary.md`, once finished.
-    fn summary(&self, id: &str) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+    async fn summary(&self, id: &str) -> Result<Option<String>, StoreError>;
     /// Where the run's reports were written, once finished.
-    fn report_dir(
-        &self,
-        id: &str,
-    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+    async fn report_dir(&self, id: &str) -> Result<Option<String>, StoreError>;
     /// Takes the run's report lock for `ttl`: true for exactly one caller until the lock
     /// expires or its owner releases it.
-    fn try_lock_report(
+    async fn try_lock_report(
         &self,
         id: &str,
         owner: &str,
         ttl: Duration,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    ) -> Result<bool, StoreError>;
     /// Releases the report lock if `owner` still holds it; true when released.
-    fn release_report_lock(
-        &self,
-        id: &str,
-        owner: &str,
-    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+    async fn release_report_lock(&self, id: &str, owner: &str) -> Result<bool, StoreError>;
     /// Keeps the message of an example that failed, so `evalfleet retry` can publish it again.
-    fn keep_failed_message(
+    async fn keep_failed_message(
         &self,
         run_id: &str,
         index: u64,
         message_json: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    ) -> Result<(), StoreError>;
     /// Takes (and forgets) the kept messages of the run's failed examples.
-    fn take_failed(&self, id: &str)
-        -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+    async fn take_failed(&self, id: &str) -> Result<Vec<String>, StoreError>;
 }
 
 /// One run's entry in the in-process registry.
@@ -218,6 +191,7 @@ fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
+#[async_trait]
 impl RunRegistry for InProcessRegistry {
     async fn register(&self, meta: &RunMeta, spec: &RunSpec) -> Result<bool, StoreError> {
         let mut entries = self.entries()?;

@@ -4,17 +4,14 @@
 
 use std::time::Duration;
 
-use crate::judge_cache::BoxFuture;
+use async_trait::async_trait;
 
+#[async_trait]
 pub trait SharedLimiter: Send + Sync {
     /// Waits until the fleet may send one more request of about `tokens` tokens to `provider`.
     /// A limiter that cannot be reached lets the call through (the local limits still hold).
-    fn acquire<'a>(&'a self, provider: &'a str, tokens: u32) -> BoxFuture<'a, ()>;
+    async fn acquire(&self, provider: &str, tokens: u32);
     /// `provider` answered 429 or is overloaded: every worker waits `retry_after` (or a short
     /// default) before its next call there.
-    fn throttled<'a>(
-        &'a self,
-        provider: &'a str,
-        retry_after: Option<Duration>,
-    ) -> BoxFuture<'a, ()>;
+    async fn throttled(&self, provider: &str, retry_after: Option<Duration>);
 }

@@ -8,10 +8,10 @@
 //! The in-process store keeps records in a [`Spill`] file, so a 10^6-example run costs ~16 MB
 //! of memory instead of the records themselves, and reports stream them back in dataset order.
 
-use std::future::Future;
 use std::io;
 use std::sync::{Mutex, MutexGuard};
 
+use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::spill::Spill;
@@ -73,34 +73,21 @@ impl StoreError {
     }
 }
 
+#[async_trait]
 pub trait ResultStore: Send + Sync + 'static {
     /// Stores a record, counts it and emits its event, atomically and at most once per index.
     /// Takes the record: the event carries it on to the aggregator without a copy.
-    fn put(&self, rec: ResultRecord)
-        -> impl Future<Output = Result<PutOutcome, StoreError>> + Send;
+    async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError>;
     /// The outcome counts of a run.
-    fn counts(&self, run_id: &str) -> impl Future<Output = Result<Counts, StoreError>> + Send;
+    async fn counts(&self, run_id: &str) -> Result<Counts, StoreError>;
     /// Which of `indices` already have a stored result: re-submitting a run publishes only the
     /// others (resume = submit).
-    fn stored(
-        &self,
-        run_id: &str,
-        indices: &[u64],
-    ) -> impl Future<Output = Result<Vec<bool>, StoreError>> + Send;
+    async fn stored(&self, run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError>;
     /// Stores a scenario of the run under its digest (the producer does, before publishing the
     /// first example that names it). Storing the same digest again changes nothing.
-    fn put_scenario(
-        &self,
-        run_id: &str,
-        digest: &str,
-        json: &str,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+    async fn put_scenario(&self, run_id: &str, digest: &str, json: &str) -> Result<(), StoreError>;
     /// The scenario stored under `digest` for the run, if any.
-    fn scenario(
-        &self,
-        run_id: &str,
-        digest: &str,
-    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+    async fn scenario(&self, run_id: &str, digest: &str) -> Result<Option<String>, StoreError>;
 }
 
 /// What the embedded store holds besides the records: counts, and stored records not yet
@@ -189,6 +176,7 @@ impl InProcessStore {
     }
 }
 
+#[async_trait]
 impl ResultStore for InProcessStore {
     async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
         if rec.run_id != self.run_id {

@@ -73,14 +73,14 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
             false => Aggregator::new(store, opts).with_queue_depths(depths),
         };
         let aggregator = Arc::new(aggregator);
-        let shutdown = crate::shutdown::on_signal();
+        let shutdown = crate::shutdown::Shutdown::on_signal();
         tokio::spawn(evalfleet_aggregator::http::serve(
             args.http_addr,
             Arc::new(aggregator.store().clone()),
-            shutdown.child_token(),
+            shutdown.server(),
         ));
         tracing::info!(http = %args.http_addr, "aggregator started");
-        aggregator.serve(shutdown).await?;
+        aggregator.serve(shutdown.work()).await?;
         tracing::info!("aggregator stopped");
         Ok(Exit::Success)
     })

@@ -63,11 +63,11 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         let suites = evalfleet_worker::metrics::known_suites(Some(&config.suites_dir));
         evalfleet_worker::metrics::metrics()
             .init_known(suites.iter().map(String::as_str), Some(&config.judges));
-        let shutdown = crate::shutdown::on_signal();
+        let shutdown = crate::shutdown::Shutdown::on_signal();
         tokio::spawn(evalfleet_worker::http::serve(
             args.metrics_addr,
             worker.stats.clone(),
-            shutdown.child_token(),
+            shutdown.server(),
         ));
         tracing::info!(concurrency, "worker started");
         let opts = ServiceOptions {
@@ -78,7 +78,7 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
                 lease: Duration::from_secs_f64(config.fleet.batch_lease_s.max(0.3)),
             },
         };
-        match worker.serve(opts, shutdown).await {
+        match worker.serve(opts, shutdown.work()).await {
             Ok(()) => {
                 tracing::info!("worker stopped");
                 Ok(Exit::Success)

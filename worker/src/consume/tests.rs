@@ -3,6 +3,7 @@
 
 use std::sync::Mutex;
 
+use async_trait::async_trait;
 use evalfleet_contract::conformance::message;
 use evalfleet_contract::queue::InProcessQueue;
 use evalfleet_contract::store::Counts;
@@ -35,6 +36,7 @@ impl Store {
     }
 }
 
+#[async_trait]
 impl ResultStore for Store {
     async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
         let mut fail = self.fail.lock().unwrap();
