@@ -3,7 +3,8 @@
 
 use std::sync::OnceLock;
 
-use prometheus::{GaugeVec, IntCounter, IntGaugeVec, Opts, Registry};
+use evalfleet_metrics::Registrar;
+use prometheus::{GaugeVec, IntCounter, IntGaugeVec, Registry};
 
 use evalfleet_fleet::amqp::depth::Depth;
 
@@ -20,63 +21,44 @@ pub struct AggregatorMetrics {
 }
 
 fn build() -> prometheus::Result<AggregatorMetrics> {
-    let registry = Registry::new();
-    let int_gauges = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntGaugeVec> {
-        let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
-        registry.register(Box::new(g.clone()))?;
-        Ok(g)
-    };
-    let gauges = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<GaugeVec> {
-        let g = GaugeVec::new(Opts::new(name, help), labels)?;
-        registry.register(Box::new(g.clone()))?;
-        Ok(g)
-    };
-    let m = AggregatorMetrics {
-        run_examples: int_gauges(
+    let r = Registrar::new()?;
+    Ok(AggregatorMetrics {
+        run_examples: r.int_gauge_vec(
             "evalfleet_run_examples",
             "Results stored for an active run, by outcome.",
             &["run", "outcome"],
         )?,
-        run_total: int_gauges(
+        run_total: r.int_gauge_vec(
             "evalfleet_run_records",
             "Records of an active run (known once submission ends).",
             &["run"],
         )?,
-        run_progress: gauges(
+        run_progress: r.gauge_vec(
             "evalfleet_run_progress_ratio",
             "Share of an active run's records with a stored result.",
             &["run"],
         )?,
-        run_pass: gauges(
+        run_pass: r.gauge_vec(
             "evalfleet_run_pass_ratio",
             "Share of an active run's evaluated examples that passed every gate.",
             &["run"],
         )?,
-        queue_messages: int_gauges(
+        queue_messages: r.int_gauge_vec(
             "evalfleet_queue_messages",
             "Messages in the work and dead-letter queues, by state (ready, unacked).",
             &["queue", "state"],
         )?,
-        score_mean: gauges(
+        score_mean: r.gauge_vec(
             "evalfleet_score_mean",
             "Mean judge score of active runs, by suite, dimension, model and prompt version.",
             &["suite", "dimension", "model", "prompt_version"],
         )?,
-        reports_written: {
-            let c = IntCounter::new(
-                "evalfleet_reports_written_total",
-                "Runs whose reports this aggregator wrote.",
-            )?;
-            registry.register(Box::new(c.clone()))?;
-            c
-        },
-        registry,
-    };
-    #[cfg(target_os = "linux")]
-    m.registry.register(Box::new(
-        prometheus::process_collector::ProcessCollector::for_self(),
-    ))?;
-    Ok(m)
+        reports_written: r.int_counter(
+            "evalfleet_reports_written_total",
+            "Runs whose reports this aggregator wrote.",
+        )?,
+        registry: r.finish(),
+    })
 }
 
 /// The process-wide aggregator metrics.

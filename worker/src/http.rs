@@ -25,7 +25,7 @@ pub fn router(stats: Arc<WorkerStats>) -> Router {
 /// The worker's metrics in the Prometheus text format.
 async fn prometheus_text() -> impl axum::response::IntoResponse {
     let m = crate::metrics::metrics();
-    let body = crate::metrics::WorkerMetrics::render(&[&m.registry]);
+    let body = evalfleet_metrics::render(&[&m.registry]);
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -10,9 +10,10 @@ use evalfleet_config::JudgeConfig;
 use evalfleet_model::suite::SuiteKind;
 use evalfleet_suites::suite::Suite;
 
+use evalfleet_metrics::Registrar;
 use prometheus::{
-    CounterVec, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounter,
-    IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Registry,
 };
 
 /// The `kind` label values of `evalfleet_batch_request_errors_total`.
@@ -51,154 +52,97 @@ pub struct WorkerMetrics {
 }
 
 fn build() -> prometheus::Result<WorkerMetrics> {
-    let registry = Registry::new();
-    let counter_vec =
-        |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntCounterVec> {
-            let c = IntCounterVec::new(Opts::new(name, help), labels)?;
-            registry.register(Box::new(c.clone()))?;
-            Ok(c)
-        };
-    let gauge_vec = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<IntGaugeVec> {
-        let g = IntGaugeVec::new(Opts::new(name, help), labels)?;
-        registry.register(Box::new(g.clone()))?;
-        Ok(g)
-    };
-    let float_vec = |name: &str, help: &str, labels: &[&str]| -> prometheus::Result<CounterVec> {
-        let c = CounterVec::new(Opts::new(name, help), labels)?;
-        registry.register(Box::new(c.clone()))?;
-        Ok(c)
-    };
-    let m = WorkerMetrics {
-        examples_processed: counter_vec(
+    let r = Registrar::new()?;
+    Ok(WorkerMetrics {
+        examples_processed: r.int_counter_vec(
             "evalfleet_examples_processed_total",
             "Examples processed, by suite and outcome.",
             &["suite", "outcome"],
         )?,
-        example_duration: {
-            let h = Histogram::with_opts(
-                HistogramOpts::new(
-                    "evalfleet_example_duration_seconds",
-                    "Time to evaluate one example, judges included.",
-                )
-                .buckets(LLM_BUCKETS.to_vec()),
-            )?;
-            registry.register(Box::new(h.clone()))?;
-            h
-        },
-        judge_requests: counter_vec(
+        example_duration: r.histogram(
+            "evalfleet_example_duration_seconds",
+            "Time to evaluate one example, judges included.",
+            &LLM_BUCKETS,
+        )?,
+        judge_requests: r.int_counter_vec(
             "evalfleet_judge_requests_total",
             "Judge HTTP requests, by provider, model and status (HTTP code, timeout or error).",
             &["provider", "model", "status"],
         )?,
-        judge_request_duration: {
-            let h = HistogramVec::new(
-                HistogramOpts::new(
-                    "evalfleet_judge_request_duration_seconds",
-                    "Judge HTTP request latency.",
-                )
-                .buckets(LLM_BUCKETS.to_vec()),
-                &["provider", "model"],
-            )?;
-            registry.register(Box::new(h.clone()))?;
-            h
-        },
-        judge_retries: counter_vec(
+        judge_request_duration: r.histogram_vec(
+            "evalfleet_judge_request_duration_seconds",
+            "Judge HTTP request latency.",
+            &LLM_BUCKETS,
+            &["provider", "model"],
+        )?,
+        judge_retries: r.int_counter_vec(
             "evalfleet_judge_retries_total",
             "Judge calls retried, by provider and reason.",
             &["provider", "reason"],
         )?,
-        judge_tokens: counter_vec(
+        judge_tokens: r.int_counter_vec(
             "evalfleet_judge_tokens_total",
             "Judge tokens, by provider, model and kind (input, output).",
             &["provider", "model", "kind"],
         )?,
-        judge_cost: float_vec(
+        judge_cost: r.counter_vec(
             "evalfleet_judge_cost_usd_total",
             "Estimated judge cost in USD, from the configured price table.",
             &["provider", "model"],
         )?,
-        rate_limit_wait: float_vec(
+        rate_limit_wait: r.counter_vec(
             "evalfleet_rate_limit_wait_seconds_total",
             "Time judge calls waited for rate limits and the adaptive in-flight cap.",
             &["provider"],
         )?,
-        inflight: {
-            let g = IntGauge::new(
-                "evalfleet_worker_inflight",
-                "Examples being processed right now.",
-            )?;
-            registry.register(Box::new(g.clone()))?;
-            g
-        },
-        batches: gauge_vec(
+        inflight: r.int_gauge(
+            "evalfleet_worker_inflight",
+            "Examples being processed right now.",
+        )?,
+        batches: r.int_gauge_vec(
             "evalfleet_batches",
             "Provider batches by state (submitting, running), counted by the process coordinating them.",
             &["provider", "state"],
         )?,
-        batches_finished: counter_vec(
+        batches_finished: r.int_counter_vec(
             "evalfleet_batches_finished_total",
             "Provider batches seen through, by how they ended (ended: results downloaded; \
              failed: refused, failed or unreadable).",
             &["provider", "state"],
         )?,
-        batch_requests: gauge_vec(
+        batch_requests: r.int_gauge_vec(
             "evalfleet_batch_requests",
             "Judge requests in batch mode by state: pending (gathered, not sent) or in_batches.",
             &["provider", "state"],
         )?,
-        batch_turnaround: {
-            let h = HistogramVec::new(
-                HistogramOpts::new(
-                    "evalfleet_batch_turnaround_seconds",
-                    "Time from a batch's submission to its downloaded results.",
-                )
-                .buckets(BATCH_BUCKETS.to_vec()),
-                &["provider"],
-            )?;
-            registry.register(Box::new(h.clone()))?;
-            h
-        },
-        batch_oldest_running: {
-            let g = GaugeVec::new(
-                Opts::new(
-                    "evalfleet_batch_oldest_running_timestamp_seconds",
-                    "Unix time the oldest still-running batch was submitted (0: none running); \
-                     alert when it is older than the 24-hour completion window.",
-                ),
-                &["provider"],
-            )?;
-            registry.register(Box::new(g.clone()))?;
-            g
-        },
-        batch_request_errors: counter_vec(
+        batch_turnaround: r.histogram_vec(
+            "evalfleet_batch_turnaround_seconds",
+            "Time from a batch's submission to its downloaded results.",
+            &BATCH_BUCKETS,
+            &["provider"],
+        )?,
+        batch_oldest_running: r.gauge_vec(
+            "evalfleet_batch_oldest_running_timestamp_seconds",
+            "Unix time the oldest still-running batch was submitted (0: none running); \
+             alert when it is older than the 24-hour completion window.",
+            &["provider"],
+        )?,
+        batch_request_errors: r.int_counter_vec(
             "evalfleet_batch_request_errors_total",
             "Batch requests that came back without a reply, by kind (errored, expired, \
              canceled, missing).",
             &["provider", "kind"],
         )?,
-        redelivered: {
-            let c = IntCounter::new(
-                "evalfleet_messages_redelivered_total",
-                "Messages the broker delivered again.",
-            )?;
-            registry.register(Box::new(c.clone()))?;
-            c
-        },
-        dead_lettered: {
-            let c = IntCounter::new(
-                "evalfleet_messages_dead_lettered_total",
-                "Messages this worker rejected to the dead-letter queue.",
-            )?;
-            registry.register(Box::new(c.clone()))?;
-            c
-        },
-        registry,
-    };
-    #[cfg(target_os = "linux")]
-    m.registry.register(Box::new(
-        prometheus::process_collector::ProcessCollector::for_self(),
-    ))?;
-    Ok(m)
+        redelivered: r.int_counter(
+            "evalfleet_messages_redelivered_total",
+            "Messages the broker delivered again.",
+        )?,
+        dead_lettered: r.int_counter(
+            "evalfleet_messages_dead_lettered_total",
+            "Messages this worker rejected to the dead-letter queue.",
+        )?,
+        registry: r.finish(),
+    })
 }
 
 /// The process-wide worker metrics.
@@ -289,17 +233,6 @@ impl WorkerMetrics {
         self.judge_request_duration
             .with_label_values(&[provider, model])
             .observe(took.as_secs_f64());
-    }
-
-    /// The text exposition of `registries`, for `/metrics`.
-    pub fn render(registries: &[&Registry]) -> String {
-        let mut families = Vec::new();
-        for r in registries {
-            families.extend(r.gather());
-        }
-        let mut out = Vec::new();
-        let _ = TextEncoder::new().encode(&families, &mut out);
-        String::from_utf8(out).unwrap_or_default()
     }
 }
 
