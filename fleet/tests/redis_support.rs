@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use evalfleet_fleet::redis::{RedisConfig, RedisStore};
-use evalfleet_model::record::{Outcome, ResultRecord};
 
 pub fn url() -> String {
     std::env::var("EVALFLEET_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379/".into())
@@ -89,18 +88,6 @@ pub fn raw() -> redis::Connection {
         .unwrap()
 }
 
-pub fn record(run_id: &str, index: u64, outcome: Outcome) -> ResultRecord {
-    let mut r = ResultRecord::skipped(
-        run_id,
-        "support-judge",
-        index,
-        Some(index + 1),
-        format!("e{index}"),
-        "r".into(),
-    );
-    r.outcome = outcome;
-    if outcome != Outcome::Skipped {
-        r.reason = None;
-    }
-    r
-}
+/// Not every test binary that includes this file uses it.
+#[allow(unused_imports)]
+pub use evalfleet_contract::conformance::record;

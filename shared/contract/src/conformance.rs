@@ -109,7 +109,9 @@ pub async fn queue_reject_removes<Q: WorkQueue>(queue: &Q, run_id: &str) {
     next.ack().await.expect("ack");
 }
 
-fn record(run_id: &str, index: u64, outcome: Outcome) -> ResultRecord {
+/// A result record of `run_id` at `index` with `outcome` (a skipped support-judge example
+/// turned into the outcome asked for).
+pub fn record(run_id: &str, index: u64, outcome: Outcome) -> ResultRecord {
     let mut r = ResultRecord::skipped(
         run_id,
         "support-judge",
