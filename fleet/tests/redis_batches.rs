@@ -1,6 +1,7 @@
 //! Batch mode's store against a real Redis: a question is queued once however many examples
 //! ask it, parking sees a result already in, only the lease holder collects, a parking is
-//! released only as it was read, and a finished run's batch keys expire with the rest of it.
+//! released only as it was read, and a finished run's batch keys expire with the rest of it;
+//! and the `BatchStore` conformance suite the in-process store passes too.
 
 #[path = "redis_support.rs"]
 mod support;
@@ -8,6 +9,7 @@ mod support;
 use std::time::Duration;
 
 use evalfleet_contract::batch_store::{BatchPhase, BatchRecord, BatchStore, Parking, Question};
+use evalfleet_contract::conformance::batch_store_honours_the_contract;
 use evalfleet_fleet::redis::{RunMeta, RunStatus};
 use support::{raw, store_with};
 
@@ -33,6 +35,12 @@ fn record(provider: &str, requests: u64) -> BatchRecord {
 
 fn ttl_ms(conn: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(conn).unwrap()
+}
+
+#[tokio::test]
+async fn redis_batch_store_honours_the_contract() {
+    let (store, _cleanup) = store_with(Duration::from_secs(600)).await;
+    batch_store_honours_the_contract(&store, "c").await;
 }
 
 #[tokio::test]
