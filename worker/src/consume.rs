@@ -22,7 +22,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use backon::{ExponentialBuilder, Retryable};
 use evalfleet_contract::batch_store::{Parking, Question};
 use evalfleet_contract::queue::{Delivery, Message, WorkQueue};
 use evalfleet_contract::store::{PutOutcome, ResultStore, StoreError};
@@ -30,10 +29,10 @@ use evalfleet_model::record::{Outcome, ResultRecord};
 use tokio_util::sync::CancellationToken;
 
 use crate::metrics::metrics;
-use crate::{process, Pipeline, Processed, WorkerError, WorkerStats};
+use crate::process::{process, Pipeline, Processed};
+use crate::store_retry::retry_store;
+use crate::{WorkerError, WorkerStats};
 
-/// Attempts to store one result before the message is handed back to the queue.
-const STORE_ATTEMPTS: usize = 5;
 /// How long a consumer waits before requeueing a message whose run it cannot look up.
 const REGISTRY_PAUSE: Duration = Duration::from_millis(500);
 
@@ -250,22 +249,7 @@ async fn store_result<S: ResultStore>(
     store: &S,
     record: ResultRecord,
 ) -> Result<PutOutcome, StoreError> {
-    (|| store.put(record.clone()))
-        .retry(store_retries())
-        .when(StoreError::is_transient)
-        .notify(|e: &StoreError, wait: Duration| {
-            tracing::warn!(error = %e, ?wait, "storing a result failed; retrying");
-        })
-        .await
-}
-
-/// How a transient store error is retried before the message goes back to the queue: a
-/// requeue counts toward the quorum queue's delivery limit, a short outage should not.
-pub(crate) fn store_retries() -> ExponentialBuilder {
-    ExponentialBuilder::default()
-        .with_min_delay(Duration::from_millis(100))
-        .with_max_delay(Duration::from_secs(5))
-        .with_max_times(STORE_ATTEMPTS - 1)
+    retry_store("storing a result", || store.put(record.clone())).await
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod metrics;
 mod process;
 mod scenarios;
 pub mod service;
+mod store_retry;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;

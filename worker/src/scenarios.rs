@@ -7,12 +7,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use backon::Retryable;
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_suites::evaluate::Example;
 use evalfleet_suites::loganalysis::{load_stored, Scenario};
 
-use crate::consume::store_retries;
+use crate::store_retry::retry_store;
 
 /// Why an example's scenario could not be attached.
 #[derive(Debug)]
@@ -48,12 +47,7 @@ impl Scenarios {
             e.scenario.attach(known);
             return Ok(());
         }
-        let stored = (|| store.scenario(run_id, digest))
-            .retry(store_retries())
-            .when(StoreError::is_transient)
-            .notify(|e: &StoreError, wait| {
-                tracing::warn!(error = %e, ?wait, "reading a scenario failed; retrying");
-            })
+        let stored = retry_store("reading a scenario", || store.scenario(run_id, digest))
             .await
             .map_err(Unattached::Store)?
             .ok_or_else(|| {

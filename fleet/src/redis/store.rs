@@ -21,7 +21,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Client, Script};
 
 use super::error::{cmd_err, transient, RedisError};
-use super::group_commit::GroupCommit;
+use super::group_commit::{GroupCommit, WriteResults};
 use super::keys::Keys;
 use evalfleet_model::redact::redact_url;
 
@@ -69,7 +69,7 @@ pub struct RedisStore {
 
 /// What writing results needs, apart from the store: the group commit's writer task owns one, so
 /// that it ends when the last store clone is dropped.
-pub(crate) struct Writer {
+struct Writer {
     conn: ConnectionManager,
     keys: Keys,
     retention: Duration,
@@ -237,9 +237,9 @@ impl RedisStore {
     }
 }
 
-impl Writer {
+impl WriteResults for Writer {
     /// Stores results of run `run` in one script call; one outcome per record, in order.
-    pub(crate) async fn put_records(
+    async fn put_records(
         &self,
         run: &str,
         records: &[ResultRecord],

@@ -12,6 +12,7 @@ use evalfleet_model::suite::SuiteKind;
 use evalfleet_suites::suite::Suite;
 
 use super::*;
+use crate::store_retry::STORE_ATTEMPTS;
 use crate::Judge;
 use tokio_util::sync::CancellationToken;
 
