@@ -18,7 +18,8 @@ use std::io::{self, Read};
 use csv_core::ReadRecordResult;
 use serde_json::{Map, Value};
 
-use super::{too_large, ReadOptions};
+use super::bytes::too_large;
+use super::ReadOptions;
 
 /// How a CSV cell becomes a JSON value; columns not listed stay strings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
