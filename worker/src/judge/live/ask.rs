@@ -1,0 +1,193 @@
+//! Judging one example: each of its judge dimensions asked of each of its judges (one, or the
+//! panel), every question through the cache, then the budget and the call, and a reply that
+//! does not parse re-asked once before the dimension is `unscored`.
+
+use evalfleet_model::record::{JudgeId, Scores};
+use evalfleet_suites::evaluate::{Example, JudgeTask};
+
+use super::panel::combine;
+use super::{LiveJudge, ProviderRuntime, Tally};
+use crate::judge::cache::CachedVerdict;
+use crate::judge::prompt::{self, Prompt};
+use crate::judge::reply::parse_verdict;
+use crate::judge::{JudgeFailure, JudgeOutcome};
+
+/// A judge's answer to one question.
+pub(super) enum Asked {
+    Scored {
+        score: i64,
+        reasoning: String,
+        cached: bool,
+    },
+    Unscored(String),
+}
+
+impl LiveJudge {
+    /// Scores every task of one example (example `index` of run `run_id`) with its judges
+    /// (one, or the configured panel). In fleet batch mode, an example with questions still
+    /// out fails with only [`JudgeFailure::awaiting`] set: it is parked, not failed.
+    pub async fn judge(
+        &self,
+        example: &Example,
+        tasks: &[JudgeTask<'_>],
+        run_id: &str,
+        index: u64,
+    ) -> Result<JudgeOutcome, JudgeFailure> {
+        let tally = Tally {
+            run: run_id.to_owned(),
+            key: crate::judge::batch::example_key(run_id, index),
+            ..Tally::default()
+        };
+        let result = self.judge_all(example, tasks, &tally).await;
+        if !matches!(&result, Err(f) if !f.awaiting.is_empty()) {
+            self.charge_deferred(&tally);
+        }
+        let usage = tally.usage.into_inner().unwrap_or_default();
+        let attempts = tally.attempts.into_inner();
+        match result {
+            Ok(scores) => Ok(JudgeOutcome {
+                scores,
+                usage,
+                attempts,
+            }),
+            Err(mut failure) => {
+                failure.attempts = attempts;
+                failure.usage = usage;
+                failure.last_status = tally
+                    .last_status
+                    .into_inner()
+                    .unwrap_or(None)
+                    .or(failure.last_status);
+                Err(failure)
+            }
+        }
+    }
+
+    async fn judge_all(
+        &self,
+        example: &Example,
+        tasks: &[JudgeTask<'_>],
+        tally: &Tally,
+    ) -> Result<Scores, JudgeFailure> {
+        let judges = self
+            .config
+            .judges_for(example.response_provider())
+            .map_err(|reason| JudgeFailure::new(reason, false))?;
+        let mut scores = Vec::with_capacity(tasks.len());
+        // Questions still waiting for a batch: the others are asked all the same, so that an
+        // example's first questions all go into the same round of batches.
+        let mut awaiting = Vec::new();
+        for (t, task) in tasks.iter().enumerate() {
+            let mut verdicts = Vec::with_capacity(judges.len());
+            for (j, name) in judges.iter().enumerate() {
+                let rt = self.providers.get(*name).ok_or_else(|| {
+                    JudgeFailure::new(format!("judge provider '{name}' is not configured"), false)
+                })?;
+                let question = format!("{}-{t}-{j}", tally.key);
+                let asked = match self.ask(rt, task, tally, &question).await {
+                    Ok(asked) => asked,
+                    Err(failure) if !failure.awaiting.is_empty() => {
+                        awaiting.extend(failure.awaiting);
+                        continue;
+                    }
+                    Err(failure) => return Err(failure),
+                };
+                verdicts.push((
+                    JudgeId {
+                        provider: rt.name.clone(),
+                        model: rt.model.clone(),
+                    },
+                    asked,
+                ));
+            }
+            if awaiting.is_empty() {
+                scores.push((
+                    task.dimension.name.clone(),
+                    combine(task.dimension, verdicts),
+                ));
+            }
+        }
+        if !awaiting.is_empty() {
+            return Err(JudgeFailure::awaiting(awaiting));
+        }
+        Ok(Scores(scores))
+    }
+
+    async fn ask(
+        &self,
+        rt: &ProviderRuntime,
+        task: &JudgeTask<'_>,
+        tally: &Tally,
+        question: &str,
+    ) -> Result<Asked, JudgeFailure> {
+        let dim = task.dimension;
+        let prompt = prompt::for_task(task).map_err(|reason| JudgeFailure::new(reason, false))?;
+        let key = self
+            .cache
+            .enabled()
+            .then(|| format!("{}:{}", rt.name, prompt::prompt_hash(&rt.model, &prompt)));
+        if let Some(key) = &key {
+            if let Some(hit) = self.cache.get(key).await {
+                return Ok(Asked::Scored {
+                    score: hit.score,
+                    reasoning: hit.reasoning,
+                    cached: true,
+                });
+            }
+        }
+        let first = self
+            .call(rt, &prompt, tally, &format!("{question}-a"))
+            .await?;
+        let verdict = match parse_verdict(&first, dim.min, dim.max) {
+            Ok(v) => v,
+            Err(problem) => {
+                let again = prompt::reask(&prompt, &first, &problem);
+                let second = self
+                    .call(rt, &again, tally, &format!("{question}-r"))
+                    .await?;
+                match parse_verdict(&second, dim.min, dim.max) {
+                    Ok(v) => v,
+                    Err(problem) => {
+                        return Ok(Asked::Unscored(format!(
+                            "invalid judge reply after a re-ask: {problem}"
+                        )))
+                    }
+                }
+            }
+        };
+        let cached = CachedVerdict {
+            score: verdict.score,
+            reasoning: verdict.reasoning,
+        };
+        if let Some(key) = &key {
+            self.cache.put(key, &cached).await;
+        }
+        Ok(Asked::Scored {
+            score: cached.score,
+            reasoning: cached.reasoning,
+            cached: false,
+        })
+    }
+
+    /// One judge question, live or through the provider's batches; returns the reply text.
+    /// `id` names the question (the example, dimension, judge, and first ask or re-ask).
+    async fn call(
+        &self,
+        rt: &ProviderRuntime,
+        prompt: &Prompt,
+        tally: &Tally,
+        id: &str,
+    ) -> Result<String, JudgeFailure> {
+        if let Some(reason) = self.stopped() {
+            return Err(JudgeFailure::new(reason.to_owned(), true));
+        }
+        if !self.accounting.within_budget() {
+            return Err(JudgeFailure::new("budget exhausted".into(), false));
+        }
+        if rt.batch.is_some() {
+            self.call_batch(rt, prompt, tally, id).await
+        } else {
+            self.call_live(rt, prompt, tally).await.map(|r| r.text)
+        }
+    }
+}
