@@ -5,22 +5,12 @@
 use evalfleet_model::record::{JudgeId, Scores};
 use evalfleet_suites::evaluate::{Example, JudgeTask};
 
-use super::panel::combine;
+use super::panel::{combine, Asked};
 use super::{LiveJudge, ProviderRuntime, Tally};
 use crate::judge::cache::CachedVerdict;
 use crate::judge::prompt::{self, Prompt};
 use crate::judge::reply::parse_verdict;
 use crate::judge::{JudgeFailure, JudgeOutcome};
-
-/// A judge's answer to one question.
-pub(super) enum Asked {
-    Scored {
-        score: i64,
-        reasoning: String,
-        cached: bool,
-    },
-    Unscored(String),
-}
 
 impl LiveJudge {
     /// Scores every task of one example (example `index` of run `run_id`) with its judges

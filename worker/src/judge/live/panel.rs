@@ -5,7 +5,15 @@
 use evalfleet_model::record::{JudgeId, PanelVerdict, Score};
 use evalfleet_model::suite::Dimension;
 
-use super::ask::Asked;
+/// A judge's answer to one question.
+pub(super) enum Asked {
+    Scored {
+        score: i64,
+        reasoning: String,
+        cached: bool,
+    },
+    Unscored(String),
+}
 
 /// The dimension's score from its judges' verdicts: the single verdict, or with a panel the
 /// mean of the scored ones (each judge's raw verdict kept for the agreement statistics).
