@@ -180,19 +180,13 @@ async fn compare<S: Runs>(
 }
 
 async fn prometheus_text() -> Response {
-    let mut out = Vec::new();
-    let families = crate::metrics::metrics().registry.gather();
-    if let Err(e) =
-        prometheus::Encoder::encode(&prometheus::TextEncoder::new(), &families, &mut out)
-    {
-        return unavailable(e);
-    }
+    let body = evalfleet_metrics::render(&[&crate::metrics::metrics().registry]);
     (
         [(
             axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            evalfleet_metrics::CONTENT_TYPE,
         )],
-        out,
+        body,
     )
         .into_response()
 }

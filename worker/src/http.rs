@@ -29,7 +29,7 @@ async fn prometheus_text() -> impl axum::response::IntoResponse {
     (
         [(
             axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
+            evalfleet_metrics::CONTENT_TYPE,
         )],
         body,
     )

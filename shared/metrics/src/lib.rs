@@ -92,6 +92,9 @@ impl Registrar {
     }
 }
 
+/// The media type of [`render`]'s output (Prometheus text format 0.0.4).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// The text exposition of every metric in `registries`, for `/metrics`.
 pub fn render(registries: &[&Registry]) -> String {
     let families: Vec<_> = registries.iter().flat_map(|r| r.gather()).collect();
