@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use evalfleet_metrics::Registrar;
 use prometheus::{GaugeVec, IntCounter, IntGaugeVec, Registry};
 
-use evalfleet_fleet::amqp::depth::Depth;
+use evalfleet_contract::depth::Depth;
 
 pub struct AggregatorMetrics {
     pub registry: Registry,
