@@ -19,6 +19,8 @@ mod delivery;
 pub mod depth;
 mod dlq;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod publish;
 mod queue;
 mod supervisor;

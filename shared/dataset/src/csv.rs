@@ -190,6 +190,8 @@ struct Row {
     /// Input bytes the current record took, its line end included.
     raw: usize,
     too_large: bool,
+    /// No record was read yet: the next one is the header.
+    first: bool,
 }
 
 impl Row {
@@ -203,6 +205,7 @@ impl Row {
             count: 0,
             raw: 0,
             too_large: false,
+            first: true,
         }
     }
 
@@ -213,6 +216,14 @@ impl Row {
     fn read(&mut self, input: &mut Input, max: usize, keep: usize) -> io::Result<Option<u64>> {
         if !input.skip_to_record()? {
             return Ok(None);
+        }
+        if self.first {
+            // csv-core drops a byte-order mark at the start of the first input it is given, but
+            // only when all of it is there, and something after it (an empty rest is the end of
+            // the input to csv-core): so that the header reads the same however the reads split
+            // the file, a header starting like a mark is read on until it is more than that.
+            self.first = false;
+            while BOM.starts_with(input.available()) && input.fill_more()? {}
         }
         let line = input.line;
         self.nout = 0;
@@ -597,6 +608,41 @@ mod tests {
         assert_eq!(lines(&recs), [2, 4]);
         assert_eq!(value(&recs[0]), &json!({"id": "1", "n": "a"}));
         assert_eq!(value(&recs[1]), &json!({"id": "2", "n": "b"}));
+    }
+
+    /// Found by fuzzing (target `dataset_csv`): a byte-order mark starting the header after a
+    /// comment line was dropped when the read that reached it held all three of its bytes, and
+    /// kept in the first column's name when it did not, so the same file had different columns.
+    #[test]
+    fn a_mark_before_the_header_reads_the_same_however_the_file_arrives() {
+        let found =
+            b"\xef\xbb\xbf#v\0\0\0orted\r\n\xef\xbb\xbf,b,j,latency_ms\r\n\"a, \"\"b\"\"\",\
+            \x8442,true,\"{\"\"k\"\": [1]}\",1.5\r\n x ,1e3\0\0\0\0\0\0\0\0,no,,\n\n  # c\nl\
+            ast,-7,YES,\"\"\"orted\rnf\n";
+        let read_all = |input: Box<dyn Read + Send>| {
+            DatasetReader::from_reader_with(Path::new("d.csv"), input, &options(&[]))
+                .map(|reader| {
+                    let columns = reader.columns().map(<[String]>::to_vec);
+                    let records: Vec<_> = reader
+                        .map(|r| r.map(|r| (r.position, r.value)).map_err(|e| e.to_string()))
+                        .collect();
+                    (columns, records)
+                })
+                .map_err(|e| e.to_string())
+        };
+        let simple = b"\xef\xbb\xbf# exported\r\n\xef\xbb\xbfid,n\n1,a\n";
+        for text in [&found[..], simple] {
+            let whole = read_all(Box::new(Cursor::new(text.to_vec())));
+            let trickled = read_all(Box::new(Trickle(Cursor::new(text.to_vec()))));
+            assert_eq!(whole, trickled, "{text:?}");
+        }
+        let (columns, _) = read_all(Box::new(Trickle(Cursor::new(simple.to_vec())))).unwrap();
+        assert_eq!(columns.unwrap(), ["id", "n"]);
+        let whole = read_all(Box::new(Cursor::new(found.to_vec())));
+        assert_eq!(
+            whole.unwrap_err(),
+            "dataset 'd.csv' has a bad CSV header: column 1 has no name"
+        );
     }
 
     #[test]

@@ -54,15 +54,10 @@ impl BatchResults<'_> {
         let api = self.client.api;
         loop {
             if let Some(line) = self.line() {
-                let line = std::str::from_utf8(&self.buf[line]).map_err(malformed)?;
-                if line.trim().is_empty() {
-                    continue;
+                match decode_line(api, &self.buf[line]) {
+                    None => continue,
+                    Some(item) => return item.map(Some).map_err(malformed),
                 }
-                let item = match api {
-                    Api::Openai => decode_openai(line),
-                    Api::Anthropic => decode_anthropic(line),
-                };
-                return item.map(Some).map_err(malformed);
             }
             if !self
                 .fill()
@@ -112,6 +107,22 @@ impl BatchResults<'_> {
             }
         }
     }
+}
+
+/// One downloaded line of a results file: None for a blank line, else the request's result or
+/// why the line cannot be read.
+pub(super) fn decode_line(api: Api, line: &[u8]) -> Option<Result<(String, BatchItem), String>> {
+    let line = match std::str::from_utf8(line) {
+        Ok(line) => line,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    if line.trim().is_empty() {
+        return None;
+    }
+    Some(match api {
+        Api::Openai => decode_openai(line),
+        Api::Anthropic => decode_anthropic(line),
+    })
 }
 
 /// One line of an OpenAI output or error file.

@@ -168,6 +168,9 @@ pub fn classify_error(api: Api, status: u16, headers: &HeaderMap, body: &str) ->
 /// Error-body text is cut to this many characters.
 pub(super) const MAX_MESSAGE_CHARS: usize = 300;
 
+/// An error's code or type (`rate_limit_exceeded`) is cut to this many characters.
+pub(super) const MAX_KIND_CHARS: usize = 60;
+
 /// The useful part of an error body. Both APIs (and most compatible gateways) use
 /// `{"error": {"type", "code"?, "message"}}`; gateways also send `{"error": "…"}`,
 /// `{"message": "…"}`, `{"detail": "…"}` or plain text/HTML.
@@ -198,9 +201,10 @@ impl ErrorDetail {
             .ok()
             .and_then(|s| s.canonical_reason())
             .unwrap_or("error");
+        // A code or type is the provider's text too: one line, no key, and cut.
         let kind = labels
             .first()
-            .cloned()
+            .map(|label| cut(&clean(label), MAX_KIND_CHARS))
             .unwrap_or_else(|| fallback_kind.to_owned());
         let text = str_at(error, "message")
             .or_else(|| error.and_then(Value::as_str).map(str::to_owned))
@@ -232,11 +236,15 @@ impl ErrorDetail {
 /// (`sk-…`) redacted.
 pub(super) fn clean(text: &str) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let mut out = redact_key_like(&one_line);
-    if out.chars().count() > MAX_MESSAGE_CHARS {
-        out = out.chars().take(MAX_MESSAGE_CHARS).collect::<String>() + "…";
+    cut(&redact_key_like(&one_line), MAX_MESSAGE_CHARS)
+}
+
+/// `text` cut to its first `max` characters, `…` marking the cut.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_owned(),
     }
-    out
 }
 
 /// `sk-abc…` (OpenAI and Anthropic key shapes, masked or not) → `sk-<redacted>`.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::error::{redact_key_like, MAX_MESSAGE_CHARS};
+use super::error::{redact_key_like, MAX_KIND_CHARS, MAX_MESSAGE_CHARS};
 use super::*;
 
 fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
@@ -280,6 +280,42 @@ fn long_bodies_are_cut() {
             "HTTP 500 Internal Server Error: {}…",
             "x".repeat(MAX_MESSAGE_CHARS)
         )
+    );
+}
+
+/// Found by fuzzing (target `judge_reply_anthropic`): an error type of some 200 characters (here
+/// replacement characters, from a body that is not UTF-8) was shown whole, uncut, in front of the
+/// cut message.
+#[test]
+fn a_long_error_type_is_cut() {
+    let body =
+        b"{\"type\":\"error\",\"error\":{\"type\":\"overlo\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\
+        \xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
+        \xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
+        \xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
+        \xff?\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
+        \xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\
+        \xff\xff\xff\xff\xff\xff\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\
+        \xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8;\xb8\xb8\xb8$\
+        \xb8\xb8\xb8D\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8\xb8aded_error\",\"\x9bessage\":\"Overl\
+        oaded\"}}";
+    // The client reads a body as lossy UTF-8.
+    let reason = anthropic(400, &String::from_utf8_lossy(body)).reason();
+    let kind = reason
+        .strip_prefix("HTTP 400 ")
+        .and_then(|r| r.split(": ").next())
+        .unwrap_or_default();
+    assert!(kind.starts_with("overlo\u{fffd}"), "{reason}");
+    assert!(kind.ends_with('…'), "{reason}");
+    assert_eq!(kind.chars().count(), MAX_KIND_CHARS + 1, "{reason}");
+    let most = "HTTP 400 ".len() + MAX_KIND_CHARS + 1 + ": ".len() + MAX_MESSAGE_CHARS + 1;
+    assert!(reason.chars().count() <= most, "{reason}");
+
+    // A code is one line, without anything that looks like a key.
+    let body = r#"{"error":{"code":"bad\nkey sk-abcdef123456","message":"No."}}"#;
+    assert_eq!(
+        openai(400, body).reason(),
+        "HTTP 400 bad key sk-<redacted>: No."
     );
 }
 

@@ -20,6 +20,8 @@ mod client_tests;
 mod error;
 #[cfg(test)]
 mod error_tests;
+#[doc(hidden)]
+pub mod fuzzing;
 mod limits;
 mod openai;
 
