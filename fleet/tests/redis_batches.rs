@@ -8,30 +8,12 @@ mod support;
 
 use std::time::Duration;
 
-use evalfleet_contract::batch_store::{BatchPhase, BatchRecord, BatchStore, Parking, Question};
-use evalfleet_contract::conformance::batch_store_honours_the_contract;
+use evalfleet_contract::batch_store::{BatchStore, Parking};
+use evalfleet_contract::conformance::{
+    batch_question as question, batch_record as record, batch_store_honours_the_contract,
+};
 use evalfleet_fleet::redis::{RunMeta, RunStatus};
 use support::{raw, store_with};
-
-fn question(provider: &str, custom_id: &str) -> Question {
-    Question {
-        provider: provider.into(),
-        custom_id: custom_id.into(),
-        line: format!("{{\"custom_id\":\"{custom_id}\"}}").into_bytes(),
-    }
-}
-
-fn record(provider: &str, requests: u64) -> BatchRecord {
-    BatchRecord {
-        provider: provider.into(),
-        tag: "t1".into(),
-        phase: BatchPhase::Collected,
-        requests,
-        collected_ms: 1,
-        provider_id: None,
-        provider_status: None,
-    }
-}
 
 fn ttl_ms(conn: &mut redis::Connection, key: &str) -> i64 {
     redis::cmd("PTTL").arg(key).query(conn).unwrap()
