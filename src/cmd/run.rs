@@ -67,10 +67,8 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let judge = build_judge(args.judges.judge, &config.judges, &parts).map_err(BadInput)?;
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
-        // In batch mode examples wait in memory for their batch: as many at once as make a
-        // good batch. Offline judges are CPU-bound (one task per core); live ones wait on the
-        // network.
-        0 if live && config.judges.batches() => BATCH_CONCURRENCY,
+        // Offline judges are CPU-bound (one task per core); live ones wait on the network (in
+        // batch mode an example waiting for its batch is parked, and holds no task).
         0 if live => 128,
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
@@ -225,10 +223,6 @@ fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
         );
     }
 }
-
-/// Examples in flight at once in batch mode unless `--concurrency` says otherwise: each waits
-/// in memory (a few KB) for its batch, and the batches gather up to this many questions.
-const BATCH_CONCURRENCY: usize = 10_000;
 
 /// `run-20261123-071702-3f9a`: sortable by time, unique enough for one user's runs.
 pub fn new_run_id() -> String {

@@ -5,7 +5,7 @@
 //! | what happened | settle |
 //! |---|---|
 //! | the result is stored (or was already: a redelivery) | ack |
-//! | fleet batch mode: the example waits for batch replies, and is parked | ack (re-enqueued once they are in) |
+//! | batch mode: the example waits for batch replies, and is parked | ack (re-enqueued once they are in) |
 //! | the run was cancelled | ack, without judging |
 //! | the store is unavailable | retried with backoff a few times, then requeue |
 //! | the example's scenario cannot be read (store unavailable) | retried as a store write, then requeue |
@@ -48,36 +48,18 @@ pub enum Resolution {
     Unavailable,
 }
 
-/// Where a message's pipeline comes from: one fixed pipeline in `run`, the run registry in
-/// the fleet.
+/// Where a message's pipeline comes from: one fixed pipeline in `run` ([`crate::OneRun`]), the
+/// run registry in the fleet ([`crate::service`]).
 pub trait Runs: Send + Sync + 'static {
     fn resolve(&self, msg: &Message) -> impl Future<Output = Resolution> + Send;
     /// Keeps a failed example's message so `evalfleet retry` can re-enqueue it.
     fn keep_failed(&self, msg: &Message) -> impl Future<Output = ()> + Send;
-    /// Parks an example that waits for batch replies (fleet batch mode).
+    /// Parks an example that waits for batch replies (batch mode).
     fn park(
         &self,
         msg: &Message,
         questions: &[Question],
     ) -> impl Future<Output = Result<Parking, StoreError>> + Send;
-}
-
-/// The embedded run: every message belongs to the one run being evaluated.
-pub struct OneRun(pub Arc<Pipeline>);
-
-impl Runs for OneRun {
-    async fn resolve(&self, _: &Message) -> Resolution {
-        Resolution::Evaluate(self.0.clone())
-    }
-
-    async fn keep_failed(&self, _: &Message) {}
-
-    async fn park(&self, _: &Message, _: &[Question]) -> Result<Parking, StoreError> {
-        // `run` waits for its batches in memory: its judge never parks an example.
-        Err(StoreError::Backend(
-            "the embedded run cannot park examples".into(),
-        ))
-    }
 }
 
 /// How a delivery is settled.

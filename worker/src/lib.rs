@@ -8,21 +8,19 @@ pub mod coordinator;
 pub mod http;
 pub mod judge;
 pub mod metrics;
+mod one_run;
 mod process;
 mod scenarios;
 pub mod service;
 mod store_retry;
 
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
-use std::time::Duration;
 
-use evalfleet_contract::queue::{QueueError, WorkQueue};
-use evalfleet_contract::store::ResultStore;
-use tokio_util::sync::CancellationToken;
+use evalfleet_contract::queue::QueueError;
 
-pub use consume::{run_consumers, OneRun, Resolution, Runs};
+pub use consume::{run_consumers, Resolution, Runs};
 pub use judge::{build_judge, Judge, JudgeMode, LiveJudge, LiveParts};
+pub use one_run::{run_workers, OneRun};
 pub use process::{process, Pipeline, Processed};
 
 #[derive(Debug, thiserror::Error)]
@@ -43,31 +41,4 @@ pub struct WorkerStats {
     pub redelivered: AtomicU64,
     pub duplicates: AtomicU64,
     pub requeued: AtomicU64,
-}
-
-/// How long the embedded run lets in-flight examples finish once a consumer had to stop.
-const EMBEDDED_DRAIN: Duration = Duration::from_secs(60);
-
-/// The embedded run's consumers: `concurrency` of them until the queue is drained and closed.
-pub async fn run_workers<Q, S>(
-    queue: Q,
-    store: Arc<S>,
-    pipeline: Arc<Pipeline>,
-    concurrency: usize,
-    stats: Arc<WorkerStats>,
-) -> Result<(), WorkerError>
-where
-    Q: WorkQueue + Clone,
-    S: ResultStore,
-{
-    run_consumers(
-        queue,
-        store,
-        Arc::new(OneRun(pipeline)),
-        concurrency,
-        stats,
-        CancellationToken::new(),
-        EMBEDDED_DRAIN,
-    )
-    .await
 }

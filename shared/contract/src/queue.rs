@@ -5,6 +5,7 @@
 //! `ack` / `requeue` / `reject` per message, and one way to stop: [`WorkQueue::stop_consuming`]
 //! — so one consumer loop serves both.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -81,6 +82,10 @@ pub trait WorkQueue: Send + Sync + 'static {
 /// alone, so `chunk` is 1 when evaluations wait on the network (one slow judge call must not hold
 /// other messages back) and larger when they are CPU-bound. Each clone has its own chunk buffer:
 /// give every consumer task its own clone.
+///
+/// In batch mode an example can leave the queue to wait for its provider batches elsewhere
+/// (parked in a batch store) and come back later: [`InProcessQueue::hold`] keeps it counted
+/// until it is published again, so the queue does not close under it.
 pub struct InProcessQueue {
     inner: Arc<Inner>,
     local: Mutex<std::collections::VecDeque<(Message, bool)>>,
@@ -110,6 +115,10 @@ struct Inner {
     /// `stop_consuming` was called: nothing more is handed out.
     stopped: AtomicBool,
     dead: Mutex<Vec<Message>>,
+    /// Messages parked outside the queue (`message_id`s), each counted in `outstanding` until
+    /// it is published again; `holding` is their number, read without the lock.
+    held: Mutex<HashSet<String>>,
+    holding: AtomicU64,
 }
 
 impl InProcessQueue {
@@ -127,6 +136,8 @@ impl InProcessQueue {
                 producer_done: AtomicBool::new(false),
                 stopped: AtomicBool::new(false),
                 dead: Mutex::new(Vec::new()),
+                held: Mutex::new(HashSet::new()),
+                holding: AtomicU64::new(0),
             }),
             local: Mutex::new(Default::default()),
         }
@@ -137,6 +148,23 @@ impl InProcessQueue {
     pub fn finish_publishing(&self) {
         self.inner.producer_done.store(true, Ordering::SeqCst);
         self.inner.close_if_drained();
+    }
+
+    /// Keeps `msg` outstanding while it waits outside the queue (before its delivery is
+    /// acked): the queue stays open until it is published again. Holding twice is holding once.
+    pub fn hold(&self, msg: &Message) {
+        let mut held = self.inner.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.insert(msg.message_id()) {
+            self.inner.outstanding.fetch_add(1, Ordering::SeqCst);
+            self.inner.holding.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Lets go of a hold without publishing (the message did not leave after all).
+    pub fn unhold(&self, msg: &Message) {
+        if self.inner.release(std::slice::from_ref(&msg.message_id())) > 0 {
+            self.inner.close_if_drained();
+        }
     }
 
     /// Messages rejected as poison.
@@ -150,6 +178,15 @@ impl InProcessQueue {
 }
 
 impl Inner {
+    /// Releases the holds of these messages; returns how many were held.
+    fn release(&self, ids: &[String]) -> u64 {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let released = ids.iter().filter(|id| held.remove(id.as_str())).count() as u64;
+        self.holding.fetch_sub(released, Ordering::SeqCst);
+        self.outstanding.fetch_sub(released, Ordering::SeqCst);
+        released
+    }
+
     fn settle(&self) {
         self.outstanding.fetch_sub(1, Ordering::SeqCst);
         self.close_if_drained();
@@ -179,6 +216,13 @@ impl WorkQueue for InProcessQueue {
                 .map_err(|_| QueueError::Closed)?;
             let n = chunk.len() as u64;
             self.inner.outstanding.fetch_add(n, Ordering::SeqCst);
+            // A held message coming back: its hold ends once the new copy is counted (so the
+            // count never touches zero between the two) and before anyone can take the copy
+            // (which may be parked and held again).
+            if self.inner.holding.load(Ordering::SeqCst) > 0 {
+                let ids: Vec<String> = chunk.iter().map(|(m, _)| m.message_id()).collect();
+                self.inner.release(&ids);
+            }
             if self.inner.tx.try_send(chunk).is_err() {
                 self.inner.outstanding.fetch_sub(n, Ordering::SeqCst);
                 return Err(QueueError::Closed);
@@ -269,5 +313,60 @@ impl Delivery for InProcessDelivery {
         }
         self.queue.settle();
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conformance::message;
+    use crate::testing::block_on;
+
+    /// Whether the queue ended: its consumers get None once they drained it.
+    fn closed(queue: &InProcessQueue) -> bool {
+        queue.inner.tx.is_closed()
+    }
+
+    #[test]
+    fn a_held_message_keeps_the_queue_open_until_it_is_published_again() {
+        block_on(async {
+            let queue = InProcessQueue::new(8, 1);
+            queue.publish(vec![message("r", 0)]).await.unwrap();
+            queue.finish_publishing();
+            let delivery = queue.next().await.unwrap().expect("the message");
+            // Parked for its batches: held, then acked.
+            queue.hold(delivery.message());
+            queue.hold(delivery.message());
+            delivery.ack().await.unwrap();
+            assert!(!closed(&queue), "open while the message waits outside");
+            // Back from its batches: delivered again, parked and held again, back again.
+            queue.publish(vec![message("r", 0)]).await.unwrap();
+            let again = queue.next().await.unwrap().expect("the message again");
+            queue.hold(again.message());
+            again.ack().await.unwrap();
+            assert!(!closed(&queue), "held again");
+            queue.publish(vec![message("r", 0)]).await.unwrap();
+            let last = queue.next().await.unwrap().expect("the message, last time");
+            assert_eq!(last.message().index, 0);
+            assert!(!closed(&queue));
+            last.ack().await.unwrap();
+            assert!(closed(&queue), "closed once every message is settled");
+            assert!(queue.next().await.unwrap().is_none());
+        });
+    }
+
+    #[test]
+    fn a_message_let_go_lets_the_queue_close() {
+        block_on(async {
+            let queue = InProcessQueue::new(8, 1);
+            queue.publish(vec![message("r", 0)]).await.unwrap();
+            queue.finish_publishing();
+            let delivery = queue.next().await.unwrap().expect("the message");
+            queue.hold(delivery.message());
+            queue.unhold(delivery.message());
+            assert!(!closed(&queue), "its delivery is still unsettled");
+            delivery.ack().await.unwrap();
+            assert!(closed(&queue));
+        });
     }
 }

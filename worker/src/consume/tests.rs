@@ -14,6 +14,7 @@ use evalfleet_suites::suite::Suite;
 use super::*;
 use crate::store_retry::STORE_ATTEMPTS;
 use crate::Judge;
+use crate::OneRun;
 use tokio_util::sync::CancellationToken;
 
 /// A store that answers its first `fail` puts with `error` and then stores.
@@ -176,7 +177,7 @@ async fn a_shutdown_stops_consuming_and_leaves_the_rest_unstarted() {
     let consumers = run_consumers(
         queue.clone(),
         store.clone(),
-        Arc::new(OneRun(pipeline())),
+        Arc::new(OneRun::new(pipeline(), &queue)),
         2,
         stats,
         cancelled(),

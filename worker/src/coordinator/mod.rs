@@ -11,6 +11,7 @@
 //! intents it recorded itself) only saves calls, so a coordinator that starts cold — after a
 //! crash at any step — picks up where the store says the work is (`steps.rs`).
 
+mod call;
 mod lease;
 mod pages;
 mod steps;

@@ -17,6 +17,7 @@
 //!   once: the result store's write is at-most-once).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use evalfleet_contract::batch_store::{
@@ -25,14 +26,19 @@ use evalfleet_contract::batch_store::{
 use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
 use evalfleet_contract::store::StoreError;
 
+use super::call::{error_kind, errored, persist, FIND_SCAN};
 use super::pages::{spool_batch, spool_head, to_json, Answers, Head, SLICE};
 use super::{crash_point, Seen};
-use crate::judge::batch::{error_kind, errored, persist, BatcherOptions, FIND_SCAN, IDLE};
+use crate::judge::batch::BatchOptions;
 use crate::judge::provider::batch::{
     now_ms, BatchBody, BatchItem, BatchState, BatchStatus, Shape, Sought,
 };
 use crate::judge::provider::ProviderClient;
 use crate::metrics::metrics;
+
+/// How long the queue of questions may stay unchanged before a partial batch goes anyway:
+/// the run has handed over all it has for now (its other examples wait for this batch).
+const IDLE: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum StepError {
@@ -75,7 +81,7 @@ pub(super) struct Step<'a, Q> {
     pub queue: &'a Q,
     pub run: &'a str,
     pub client: &'a ProviderClient,
-    pub options: &'a BatcherOptions,
+    pub options: &'a BatchOptions,
     pub holder: &'a str,
     pub cancelled: bool,
 }
@@ -223,8 +229,21 @@ impl<Q: WorkQueue> Step<'_, Q> {
                     None => spool_batch(self.store, self.run, n, self.options.api).await?,
                 };
                 crash_point("batch-collected");
-                let tag = rec.tag.clone();
-                match persist(self.options, || self.client.create_batch(&body, &tag)).await {
+                // A create that timed out may have made the batch: each retry looks for it
+                // before creating again.
+                let known = self.known_ids().await?;
+                let sought = sought(&rec, &known);
+                let tries = AtomicU32::new(0);
+                let created = persist(self.options, || async {
+                    if tries.fetch_add(1, Ordering::Relaxed) > 0 {
+                        if let Some(found) = self.client.find_batch(&sought, FIND_SCAN).await? {
+                            return Ok(found);
+                        }
+                    }
+                    self.client.create_batch(&body, &rec.tag).await
+                })
+                .await;
+                match created {
                     Ok(status) => status,
                     // It may exist: the next tick looks for it before creating it again.
                     Err(e) if e.retryable() => return Err(StepError::Call(e.reason())),
@@ -249,14 +268,7 @@ impl<Q: WorkQueue> Step<'_, Q> {
     /// The batch `rec` at the provider, if a crash came after its create.
     async fn find(&self, rec: &BatchRecord) -> Result<Option<BatchStatus>, StepError> {
         let known = self.known_ids().await?;
-        let sought = Sought {
-            tag: &rec.tag,
-            shape: Some(Shape {
-                collected_ms: rec.collected_ms,
-                requests: rec.requests,
-                known: &known,
-            }),
-        };
+        let sought = sought(rec, &known);
         persist(self.options, || self.client.find_batch(&sought, FIND_SCAN))
             .await
             .map_err(|e| StepError::Call(e.reason()))
@@ -476,6 +488,20 @@ impl<Q: WorkQueue> Step<'_, Q> {
 
     async fn cids(&self, n: u64) -> Result<Vec<String>, StepError> {
         Ok(self.store.batch_cids(self.run, n).await?)
+    }
+}
+
+/// How batch `rec` is recognised at the provider: by its tag (OpenAI) or its shape (Anthropic
+/// batches carry no tag): created since it was collected, with as many requests, and none of
+/// the batches recorded already (`known`).
+fn sought<'a>(rec: &'a BatchRecord, known: &'a HashSet<String>) -> Sought<'a> {
+    Sought {
+        tag: &rec.tag,
+        shape: Some(Shape {
+            collected_ms: rec.collected_ms,
+            requests: rec.requests,
+            known,
+        }),
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use evalfleet_config::JudgeConfig;
+use evalfleet_contract::batch_memory::InProcessBatchStore;
 use evalfleet_contract::batch_store::BatchStore;
 use evalfleet_contract::judge_cache::{JudgeCache, NoCache};
 use evalfleet_contract::shared_limit::SharedLimiter;
@@ -19,9 +20,10 @@ pub struct LiveParts {
     /// Where verdicts are cached; used only when the run's configuration turns the cache on
     /// (`judges.cache`), so a run's spec decides whether its verdicts may come from it.
     cache: Arc<dyn JudgeCache>,
-    /// Fleet batch mode: examples wait for their batches parked here, not in a held message
-    /// (a batch takes hours, more than the broker's consumer timeout).
-    parking: Option<Arc<dyn BatchStore>>,
+    /// Batch mode: examples wait for their batches parked here, not in a held message (a
+    /// batch takes hours, more than the broker's consumer timeout): in memory for `run`, in
+    /// Redis for the fleet.
+    parking: Arc<dyn BatchStore>,
     /// The fleet-wide quotas and throttle, shared with the other workers.
     limiter: Option<Arc<dyn SharedLimiter>>,
     /// With [`LiveParts::shared`]: the live judges built so far, by judge configuration.
@@ -29,11 +31,11 @@ pub struct LiveParts {
 }
 
 impl LiveParts {
-    /// A live judge with `cache` and nothing else: `evalfleet run`'s.
+    /// A live judge with `cache`, parking batch-mode examples in memory: `evalfleet run`'s.
     pub fn new(cache: Arc<dyn JudgeCache>) -> Self {
         LiveParts {
             cache,
-            parking: None,
+            parking: Arc::new(InProcessBatchStore::new()),
             limiter: None,
             shared: None,
         }
@@ -41,7 +43,7 @@ impl LiveParts {
 
     /// Batch-mode questions park their example in `store` (see [`LiveJudge::with_parking`]).
     pub fn with_parking(mut self, store: Arc<dyn BatchStore>) -> Self {
-        self.parking = Some(store);
+        self.parking = store;
         self
     }
 
@@ -82,8 +84,8 @@ impl LiveParts {
             Arc::new(NoCache)
         };
         let mut live = LiveJudge::new(judges, cache)?;
-        if let (true, Some(store)) = (judges.batches(), &self.parking) {
-            live = live.with_parking(store.clone());
+        if judges.batches() {
+            live = live.with_parking(self.parking.clone());
         }
         if let Some(limiter) = &self.limiter {
             live = live.with_shared_limiter(limiter.clone());

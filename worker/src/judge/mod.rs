@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use backon::ExponentialBuilder;
 use evalfleet_config::RetryConfig;
-use evalfleet_contract::batch_store::Question;
+use evalfleet_contract::batch_store::{BatchStore, Question};
 
 use evalfleet_model::record::{Scores, Usage};
 use evalfleet_suites::evaluate::{heuristic_verdict, Example, JudgeTask};
@@ -78,6 +78,15 @@ pub enum Judge {
 }
 
 impl Judge {
+    /// The batch store a batch-mode judge parks its examples in: where the batch coordinator
+    /// finds its work. None without a batch-mode provider.
+    pub fn batch_store(&self) -> Option<Arc<dyn BatchStore>> {
+        match self {
+            Judge::Live(live) if !live.batch_providers().is_empty() => live.parking(),
+            _ => None,
+        }
+    }
+
     /// The reason the run must stop, once a live judge's key was rejected.
     pub fn stopped(&self) -> Option<&str> {
         match self {

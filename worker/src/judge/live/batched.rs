@@ -1,15 +1,14 @@
-//! Questions through a provider's batches. Two places hold a question while its batch runs:
-//! - in `run`, the in-process [`super::Batcher`]: the example's task waits in memory;
-//! - in the fleet, the [`BatchStore`]: a question without a stored result makes the example
-//!   wait (`JudgeFailure::awaiting`, the worker parks it), and the example is evaluated again
-//!   from the start once the fleet's coordinator stored every result it waits for. Custom_ids
-//!   are deterministic (example, dimension, judge, ask, attempt), so that evaluation asks the
-//!   same questions and finds their results; what it asks next (a re-ask, a retry of an
-//!   expired request) waits for a later batch in turn.
+//! Questions through a provider's batches, the same in `run` and in the fleet. A question
+//! without a result in the [`BatchStore`] makes the example wait (`JudgeFailure::awaiting`:
+//! the consumer parks it), and the example is evaluated again from the start once the batch
+//! coordinator stored every result it waits for. Custom_ids are deterministic (example,
+//! dimension, judge, ask, attempt), so that evaluation asks the same questions and finds their
+//! results; what it asks next (a re-ask, a retry of an expired request) waits for a later batch
+//! in turn.
 //!
-//! Either way a result means the same: a reply is parsed like a live one; an errored, expired
-//! or cancelled request goes into a later batch up to `judges.retry.max_attempts`, or live at
-//! once with `judges.batch.fallback: live`.
+//! A result means what a live reply means: a reply is parsed like a live one; an errored,
+//! expired or cancelled request goes into a later batch up to `judges.retry.max_attempts`, or
+//! live at once with `judges.batch.fallback: live`.
 
 use std::sync::atomic::Ordering;
 
@@ -36,46 +35,39 @@ impl LiveJudge {
         tally: &Tally,
         id: &str,
     ) -> Result<String, JudgeFailure> {
+        let Some(store) = self.parking.as_deref() else {
+            return Err(JudgeFailure::new(
+                format!(
+                    "judge provider '{}' is in batch mode, but this judge has no batch store",
+                    rt.name
+                ),
+                false,
+            ));
+        };
         let request = rt.request(prompt);
         let api = rt.client.api();
         let mut last = String::new();
         for attempt in 0..self.config.retry.max_attempts.max(1) {
             let custom_id = format!("{id}{attempt}");
             tally.attempts.fetch_add(1, Ordering::Relaxed);
-            let item = match &self.parking {
-                Some(store) => match stored(store.as_ref(), &tally.run, &custom_id).await {
-                    Some(item) => item,
-                    None => {
-                        let line = encode_line(api, &custom_id, &request);
-                        return Err(JudgeFailure::awaiting(vec![Question {
-                            provider: rt.name.clone(),
-                            custom_id,
-                            line,
-                        }]));
-                    }
-                },
+            let item = match stored(store, &tally.run, &custom_id).await {
+                Some(item) => item,
                 None => {
-                    let Some(batcher) = rt.batcher() else {
-                        return Err(JudgeFailure::new(
-                            format!("judge provider '{}' is not in batch mode", rt.name),
-                            false,
-                        ));
-                    };
                     let line = encode_line(api, &custom_id, &request);
-                    batcher.ask(custom_id, line).await
+                    return Err(JudgeFailure::awaiting(vec![Question {
+                        provider: rt.name.clone(),
+                        custom_id,
+                        line,
+                    }]));
                 }
             };
             match item {
                 BatchItem::Reply { text, usage } => {
                     let cost = self.accounting.cost(&rt.model, usage.input, usage.output)
                         * rt.batch_discount;
-                    if self.parking.is_some() {
-                        tally.add(usage, cost);
-                        if let Ok(mut d) = tally.deferred.lock() {
-                            d.push((rt.name.clone(), usage, cost));
-                        }
-                    } else {
-                        self.bill(rt, tally, usage, cost);
+                    tally.add(usage, cost);
+                    if let Ok(mut d) = tally.deferred.lock() {
+                        d.push((rt.name.clone(), usage, cost));
                     }
                     return Ok(text);
                 }
@@ -91,7 +83,7 @@ impl LiveJudge {
                 BatchItem::Canceled => last = "cancelled with its batch".into(),
             }
             if self.config.batch.fallback == BatchFallback::Live {
-                return self.fallback_live(rt, prompt, tally, id).await;
+                return self.fallback_live(store, rt, prompt, tally, id).await;
             }
         }
         let reason = format!(
@@ -101,22 +93,18 @@ impl LiveJudge {
         Err(JudgeFailure::new(reason, false))
     }
 
-    /// A live call for a question its batches did not answer. In the fleet its reply is kept
-    /// with the batch results (billed once, when it was made).
+    /// A live call for a question its batches did not answer. Its reply is kept with the batch
+    /// results (billed once, when it was made), for the example's next evaluation.
     async fn fallback_live(
         &self,
+        store: &dyn BatchStore,
         rt: &ProviderRuntime,
         prompt: &Prompt,
         tally: &Tally,
         id: &str,
     ) -> Result<String, JudgeFailure> {
-        let Some(store) = &self.parking else {
-            return self.call_live(rt, prompt, tally).await.map(|r| r.text);
-        };
         let kept = live_id(id);
-        if let Some(BatchItem::Reply { text, usage }) =
-            stored(store.as_ref(), &tally.run, &kept).await
-        {
+        if let Some(BatchItem::Reply { text, usage }) = stored(store, &tally.run, &kept).await {
             let cost = self.accounting.cost(&rt.model, usage.input, usage.output);
             tally.add(usage, cost);
             return Ok(text);
@@ -134,7 +122,7 @@ impl LiveJudge {
         Ok(text)
     }
 
-    /// Charges the example's fleet batch replies to the run and the metrics: it is complete.
+    /// Charges the example's batch replies to the run and the metrics: it is complete.
     pub(super) fn charge_deferred(&self, tally: &Tally) {
         let deferred =
             std::mem::take(&mut *tally.deferred.lock().unwrap_or_else(|e| e.into_inner()));

@@ -27,7 +27,7 @@ use evalfleet_contract::shared_limit::SharedLimiter;
 use evalfleet_model::record::Usage;
 
 use super::accounting::Accounting;
-use super::batch::{Batcher, BatcherOptions};
+use super::batch::BatchOptions;
 use super::cache::JudgeCache;
 use super::limit::{Adaptive, Quotas};
 use super::prompt::Prompt;
@@ -41,8 +41,8 @@ pub struct ProviderRuntime {
     quotas: Quotas,
     pub adaptive: Adaptive,
     max_tokens: u32,
-    /// Batch mode: the coordinator, started on the first question (inside the runtime).
-    batch: Option<(BatcherOptions, OnceLock<Batcher>)>,
+    /// Batch mode: how the coordinator makes this provider's batches.
+    batch: Option<BatchOptions>,
     batch_discount: f64,
 }
 
@@ -55,11 +55,6 @@ impl ProviderRuntime {
             max_tokens: self.max_tokens,
         }
     }
-
-    fn batcher(&self) -> Option<&Batcher> {
-        let (options, batcher) = self.batch.as_ref()?;
-        Some(batcher.get_or_init(|| Batcher::spawn(self.client.clone(), options.clone())))
-    }
 }
 
 pub struct LiveJudge {
@@ -69,8 +64,8 @@ pub struct LiveJudge {
     pub accounting: Accounting,
     /// Set on the first 401/403: every later call fails at once with this reason.
     stop: OnceLock<String>,
-    /// In the fleet, batch-mode questions park their example here instead of waiting in
-    /// memory (see `batched.rs`).
+    /// Batch-mode questions park their example here until the batch coordinator has their
+    /// replies (see `batched.rs`).
     parking: Option<Arc<dyn BatchStore>>,
     /// The fleet-wide quota and throttle, when workers share one (Redis GCRA).
     shared: Option<Arc<dyn SharedLimiter>>,
@@ -85,14 +80,14 @@ struct Reply {
 /// What the calls of one example cost, accumulated across its questions.
 #[derive(Default)]
 struct Tally {
-    /// The example's run, for the fleet's batch replies.
+    /// The example's run, for its batch replies.
     run: String,
     /// The example's key, for batch custom_ids.
     key: String,
     attempts: AtomicU32,
     usage: Mutex<Usage>,
     last_status: Mutex<Option<u16>>,
-    /// Fleet batch replies, charged to the run and the metrics once the example is complete
+    /// Batch replies, charged to the run and the metrics once the example is complete
     /// (an example parked again would otherwise be charged at each evaluation).
     deferred: Mutex<Vec<(String, TokenUsage, f64)>>,
 }
@@ -130,15 +125,12 @@ impl LiveJudge {
             })?;
             let client = ProviderClient::new(pc, key)
                 .map_err(|e| format!("judge provider '{name}': {e}"))?;
-            let batch = (config.mode_of(name) == CallMode::Batch).then(|| {
-                let options = BatcherOptions {
-                    provider: name.clone(),
-                    api: pc.api,
-                    batch: config.batch.clone(),
-                    retry: config.retry.clone(),
-                    tag: format!("evalfleet-{name}"),
-                };
-                (options, OnceLock::new())
+            let batch = (config.mode_of(name) == CallMode::Batch).then(|| BatchOptions {
+                provider: name.clone(),
+                api: pc.api,
+                batch: config.batch.clone(),
+                retry: config.retry.clone(),
+                tag: format!("evalfleet-{name}"),
             });
             let runtime = ProviderRuntime {
                 name: name.clone(),
@@ -169,22 +161,24 @@ impl LiveJudge {
         self
     }
 
-    /// Fleet batch mode: questions of batch-mode providers park their example in `store`
-    /// until the fleet's coordinator has their replies.
+    /// Batch mode: questions of batch-mode providers park their example in `store` until the
+    /// batch coordinator has their replies.
     pub fn with_parking(mut self, store: Arc<dyn BatchStore>) -> Self {
         self.parking = Some(store);
         self
     }
 
     /// The providers in batch mode, for a coordinator: name, client and options.
-    pub fn batch_providers(&self) -> Vec<(Arc<ProviderClient>, BatcherOptions)> {
+    pub fn batch_providers(&self) -> Vec<(Arc<ProviderClient>, BatchOptions)> {
         self.providers
             .values()
-            .filter_map(|rt| {
-                let (options, _) = rt.batch.as_ref()?;
-                Some((rt.client.clone(), options.clone()))
-            })
+            .filter_map(|rt| Some((rt.client.clone(), rt.batch.clone()?)))
             .collect()
+    }
+
+    /// Where batch-mode questions park their example.
+    pub fn parking(&self) -> Option<Arc<dyn BatchStore>> {
+        self.parking.clone()
     }
 
     /// Why the run must stop (a rejected API key), once that happened.
