@@ -12,7 +12,7 @@
 //! Here: the records, their positions and errors, and [`DatasetReader`], which hands each
 //! record to its format's reader. The format is decided in `format.rs`; JSONL is read in
 //! `jsonl.rs`, a JSON array in `json_array.rs` (both with `bytes.rs`: bounded reads and parsing),
-//! CSV in `csv.rs` (a header row, then one JSON object per row).
+//! CSV in `csv/` (a header row, then one JSON object per row).
 
 mod bytes;
 mod csv;
