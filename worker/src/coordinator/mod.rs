@@ -12,6 +12,7 @@
 //! crash at any step — picks up where the store says the work is (`steps.rs`).
 
 mod call;
+mod error;
 mod lease;
 mod pages;
 mod steps;

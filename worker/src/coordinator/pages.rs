@@ -7,7 +7,7 @@ use evalfleet_contract::batch_store::BatchStore;
 use evalfleet_contract::store::StoreError;
 
 use super::crash_point;
-use super::steps::StepError;
+use super::error::StepError;
 use crate::judge::provider::batch::{framing_bytes, BatchBody, BatchItem, BodyWriter};
 
 /// How many questions or examples one store call reads or writes.

@@ -23,10 +23,10 @@ use std::time::{Duration, Instant};
 use evalfleet_contract::batch_store::{
     index_of, parked_message, BatchPhase, BatchRecord, BatchStore,
 };
-use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
-use evalfleet_contract::store::StoreError;
+use evalfleet_contract::queue::{Message, WorkQueue};
 
 use super::call::{error_kind, errored, persist, FIND_SCAN};
+use super::error::StepError;
 use super::pages::{spool_batch, spool_head, to_json, Answers, Head, SLICE};
 use super::{crash_point, Seen};
 use crate::judge::batch::BatchOptions;
@@ -39,20 +39,6 @@ use crate::metrics::metrics;
 /// How long the queue of questions may stay unchanged before a partial batch goes anyway:
 /// the run has handed over all it has for now (its other examples wait for this batch).
 const IDLE: Duration = Duration::from_secs(1);
-
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum StepError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Queue(#[from] QueueError),
-    #[error("provider: {0}")]
-    Call(String),
-    #[error("this worker lost the coordinator lease")]
-    LeaseLost,
-    #[error("spooling a batch body to a temporary file: {0}")]
-    Spool(#[from] std::io::Error),
-}
 
 /// What a coordinator remembers between ticks of one run and provider. Losing it costs calls,
 /// never correctness.
