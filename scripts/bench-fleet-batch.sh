@@ -18,10 +18,10 @@ fake --batch-processing-ms 1000
 cat > "$work/config.yaml" <<YAML
 reports_dir: $work/reports
 fleet: {prefix: $prefix, worker_concurrency: 256, fleet_rate_limits: false, retention_hours: 1}
+providers:
+  openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: 0, tpm: 0, max_in_flight: 256, timeout_s: 60}
+  anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: 0, tpm: 0, max_in_flight: 256, timeout_s: 60}
 judges:
-  providers:
-    openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: 0, tpm: 0, max_in_flight: 256, timeout_s: 60}
-    anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: 0, tpm: 0, max_in_flight: 256, timeout_s: 60}
   cache: false
   batch: {max_wait_s: 5, poll_s: 0.5, max_poll_s: 2}
 YAML

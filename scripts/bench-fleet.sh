@@ -23,10 +23,10 @@ config() { # rpm fleet_limits panel
   cat > "$work/config.yaml" <<YAML
 reports_dir: $work/reports
 fleet: {prefix: $prefix, worker_concurrency: 256, fleet_rate_limits: $2, retention_hours: 1}
+providers:
+  openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: 256, timeout_s: 30}
+  anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: 256, timeout_s: 30}
 judges:
-  providers:
-    openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: 256, timeout_s: 30}
-    anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: 256, timeout_s: 30}
   cache: false
   panel: [${3:-}]
 YAML

@@ -33,10 +33,10 @@ start_fake() { # fake-provider options...
 
 config() { # rpm max_in_flight [panel]
   cat > "$work/config.yaml" <<YAML
+providers:
+  openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: $2, timeout_s: 30}
+  anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: $2, timeout_s: 30}
 judges:
-  providers:
-    openai: {api: openai, base_url: "http://127.0.0.1:$port/v1", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: $2, timeout_s: 30}
-    anthropic: {api: anthropic, base_url: "http://127.0.0.1:$port", api_key_env: BENCH_KEY, rpm: $1, tpm: 0, max_in_flight: $2, timeout_s: 30}
   cache: false
   panel: [${3:-}]
 YAML

@@ -230,8 +230,8 @@ for name in ("fake-provider", "submit-demo", "load-demo"):
 for name in ("rabbitmq", "redis", "aggregator", "worker", "prometheus", "grafana"):
     if s[name].get("profiles"):
         problems.append(f"{name} should run without a profile")
-demo_env = {"EVALFLEET_JUDGES__PROVIDERS__OPENAI__BASE_URL": "http://fake-provider:8089/v1",
-            "EVALFLEET_JUDGES__PROVIDERS__ANTHROPIC__BASE_URL": "http://fake-provider:8089",
+demo_env = {"EVALFLEET_PROVIDERS__OPENAI__BASE_URL": "http://fake-provider:8089/v1",
+            "EVALFLEET_PROVIDERS__ANTHROPIC__BASE_URL": "http://fake-provider:8089",
             "OPENAI_API_KEY": "demo-key", "ANTHROPIC_API_KEY": "demo-key"}
 for name in ("worker", "submit-demo", "load-demo"):
     env = s[name].get("environment", {})

@@ -427,3 +427,38 @@ fn text_after_array_is_bad_input() {
     let out = run_suite(&dataset, "support-judge", &dir.path().join("out"), &[]);
     assert_bad_input(&out, "after the closing ']'");
 }
+
+#[test]
+fn providers_in_their_old_place_are_read_with_one_notice() {
+    let dir = tempdir();
+    let data = write(dir.path(), "d.jsonl", good("a"));
+    let old = write(
+        dir.path(),
+        "old.yaml",
+        "judges:\n  providers:\n    openai: {api: openai, base_url: 'http://127.0.0.1:9/v1', api_key_env: K}\n",
+    );
+    let args = |config: &Path| {
+        vec![
+            "validate".to_owned(),
+            path_str(&data).to_owned(),
+            "--config".to_owned(),
+            path_str(config).to_owned(),
+        ]
+    };
+    let args_old = args(&old);
+    let out = evalfleet(&args_old.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stderr
+            .matches("judges.providers is now the top-level")
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    let shipped = common::root().join("config/evalfleet.yaml");
+    let args_new = args(&shipped);
+    let out = evalfleet(&args_new.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(!out.stderr.contains("judges.providers"), "{}", out.stderr);
+}

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use evalfleet_compare::{Comparison, Options};
-use evalfleet_config::Config;
 
 use crate::exit::Exit;
 
@@ -44,7 +43,7 @@ impl GateArgs {
 }
 
 pub fn compare(args: CompareArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     let base = evalfleet_compare::resolve(&args.base, &config.reports_dir)?;
     let new = evalfleet_compare::resolve(&args.new, &config.reports_dir)?;
     let c = evalfleet_compare::compare(&base, &new, &args.gate.options())?;

@@ -33,9 +33,19 @@ pub fn fake_provider(
     Ok(crate::exit::Exit::Success)
 }
 
+/// Loads the configuration (`--config`, else the default file when it exists) and says once
+/// what its reader noticed (a key read from its old place).
+pub fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
+    let config = Config::load(path)?;
+    for notice in &config.notices {
+        tracing::warn!("{notice}");
+    }
+    Ok(config)
+}
+
 /// Loads the configuration and resolves `--suite` against it.
 pub fn config_and_suite(config: Option<&Path>, suite: &str) -> anyhow::Result<(Config, Suite)> {
-    let config = Config::load(config)?;
+    let config = load_config(config)?;
     let suite = Suite::resolve(suite, Some(&config.suites_dir))?;
     Ok((config, suite))
 }

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use evalfleet_config::Config;
 use evalfleet_dataset::{DatasetError, DatasetReader, Format, ReadOptions};
 use evalfleet_suites::custom::init::{self, SAMPLE_RECORDS};
 
@@ -52,7 +51,7 @@ fn init(args: InitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     if name.is_empty() {
         return Err(BadInput("--name is empty: give the suite a name".to_owned()).into());
     }
-    let config = Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     let path = match &args.out {
         Some(out) => out.clone(),
         None => {

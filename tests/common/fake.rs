@@ -219,19 +219,20 @@ impl LiveConfig {
     pub fn yaml(&self, addr: SocketAddr) -> String {
         let provider = |api: &str, base_url: String| {
             format!(
-                "    {api}:\n      api: {api}\n      base_url: \"{base_url}\"\n      \
-                 api_key_env: {KEY_ENV}\n      rpm: {}\n      tpm: {}\n      \
-                 max_in_flight: {}\n      timeout_s: {}\n      connect_timeout_s: 2\n      \
+                "  {api}:\n    api: {api}\n    base_url: \"{base_url}\"\n    \
+                 api_key_env: {KEY_ENV}\n    rpm: {}\n    tpm: {}\n    \
+                 max_in_flight: {}\n    timeout_s: {}\n    connect_timeout_s: 2\n    \
                  max_tokens: 300\n",
                 self.rpm, self.tpm, self.max_in_flight, self.timeout_s
             )
         };
-        let mut y = String::from("judges:\n  providers:\n");
+        let mut y = String::from("providers:\n");
         y += &provider("openai", format!("http://{addr}/v1"));
         y += &provider(
             "anthropic",
             format!("http://{}", self.anthropic_at.unwrap_or(addr)),
         );
+        y += "judges:\n";
         y += "  judge_mapping: {openai: anthropic, anthropic: openai}\n";
         y += "  judge_models: {openai: gpt-4o-mini, anthropic: claude-sonnet-4-20250514}\n";
         y += &format!("  panel: [{}]\n", self.panel.join(", "));

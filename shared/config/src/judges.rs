@@ -299,7 +299,7 @@ impl JudgeConfig {
         for (from, to) in &self.judge_mapping {
             if !known(to) {
                 return Err(format!(
-                    "judges.judge_mapping.{from}: judge provider '{to}' is not in judges.providers"
+                    "judges.judge_mapping.{from}: judge provider '{to}' is not in providers"
                 ));
             }
         }
@@ -311,7 +311,7 @@ impl JudgeConfig {
             .collect();
         for p in routed {
             if !known(p) {
-                return Err(format!("judge provider '{p}' is not in judges.providers"));
+                return Err(format!("judge provider '{p}' is not in providers"));
             }
             if !self.judge_models.contains_key(p) {
                 return Err(format!(
@@ -321,18 +321,14 @@ impl JudgeConfig {
         }
         for (name, p) in &self.providers {
             if p.timeout_s <= 0.0 || p.connect_timeout_s <= 0.0 || p.read_timeout_s <= 0.0 {
-                return Err(format!(
-                    "judges.providers.{name}: timeouts must be positive"
-                ));
+                return Err(format!("providers.{name}: timeouts must be positive"));
             }
             if p.max_in_flight == 0 {
-                return Err(format!(
-                    "judges.providers.{name}.max_in_flight must be at least 1"
-                ));
+                return Err(format!("providers.{name}.max_in_flight must be at least 1"));
             }
             if !(p.batch_discount.is_finite() && (0.0..=1.0).contains(&p.batch_discount)) {
                 return Err(format!(
-                    "judges.providers.{name}.batch_discount must be in [0, 1], not {}",
+                    "providers.{name}.batch_discount must be in [0, 1], not {}",
                     p.batch_discount
                 ));
             }

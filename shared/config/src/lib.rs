@@ -6,6 +6,7 @@
 //! (nested keys joined with `__`, e.g. `EVALFLEET_CONCURRENCY=8`). A bad key or value fails at
 //! start with the key and the reason, never halfway through a run.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use figment::providers::{Env, Serialized};
@@ -15,10 +16,12 @@ use serde::{Deserialize, Serialize};
 use evalfleet_model::routing::ProviderRules;
 
 mod judges;
+mod targets;
 
 pub use judges::{
     Api, BatchConfig, BatchFallback, CallMode, JudgeConfig, Price, ProviderConfig, RetryConfig,
 };
+pub use targets::{ChatTarget, HttpTarget, Target, TargetError};
 
 /// The file `run` and `validate` read when no `--config` is given and it exists.
 pub const DEFAULT_PATH: &str = "config/evalfleet.yaml";
@@ -34,10 +37,18 @@ pub struct Config {
     pub concurrency: usize,
     /// Where `run` writes `<run_id>/` report directories when `--out` is not given.
     pub reports_dir: PathBuf,
+    /// Where `--target NAME` looks for `NAME.yaml`.
+    pub targets_dir: PathBuf,
+    /// The LLM providers, shared by the judges and the chat targets: one API key, one rate
+    /// limit. (Read from `judges.providers` too, their old place, with a notice.)
+    pub providers: BTreeMap<String, ProviderConfig>,
     /// Live judges: providers, routing, retry, prices, budget, cache.
     pub judges: JudgeConfig,
     /// The fleet: broker, store, worker settings.
     pub fleet: FleetConfig,
+    /// What the configuration's reader has to say once (a key read from its old place).
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 /// Where the fleet's RabbitMQ and Redis are and how its roles behave.
@@ -122,8 +133,11 @@ impl Default for Config {
             model_prefixes: ProviderRules::default(),
             concurrency: 0,
             reports_dir: PathBuf::from("reports"),
+            targets_dir: PathBuf::from("config/targets"),
+            providers: JudgeConfig::default().providers,
             judges: JudgeConfig::default(),
             fleet: FleetConfig::default(),
+            notices: Vec::new(),
         }
     }
 }
@@ -141,21 +155,27 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KEYS: [&str; 6] = [
+const KEYS: [&str; 8] = [
     "suites_dir",
     "model_prefixes",
     "concurrency",
     "reports_dir",
+    "targets_dir",
+    "providers",
     "judges",
     "fleet",
 ];
+
+/// The notice for providers configured in their old place.
+const OLD_PROVIDERS: &str = "judges.providers is now the top-level `providers:` (the judges and \
+    the targets share them); it is still read from judges.providers, but move it";
 
 impl Config {
     /// Loads `path`, or [`DEFAULT_PATH`] when it exists, then applies the environment.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
         let default = Path::new(DEFAULT_PATH);
         let path = path.or_else(|| default.is_file().then_some(default));
-        let file: serde_json::Value = match path {
+        let mut file: serde_json::Value = match path {
             None => serde_json::Value::Object(Default::default()),
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -170,27 +190,87 @@ impl Config {
                 yaml.unwrap_or(serde_json::Value::Object(Default::default()))
             }
         };
+        let mut notices = Vec::new();
+        if move_old_providers(&mut file) {
+            notices.push(OLD_PROVIDERS.to_owned());
+        }
         // Only variables whose first segment is a config key are config (EVALFLEET_CONFIG,
         // EVALFLEET_AMQP_URL, ... are flags). The filter runs on the raw name: after `split`
         // a nested key like `judges.providers.openai.base_url` would no longer match "judges".
+        let old_env = std::env::vars().any(|(k, _)| {
+            k.to_ascii_uppercase()
+                .starts_with("EVALFLEET_JUDGES__PROVIDERS__")
+        });
+        if old_env && notices.is_empty() {
+            notices.push(OLD_PROVIDERS.to_owned());
+        }
         let env = Env::prefixed("EVALFLEET_")
             .filter(|k| {
                 let head = k.as_str().split("__").next().unwrap_or("");
                 KEYS.iter().any(|key| head.eq_ignore_ascii_case(key))
             })
-            .split("__");
-        Self::from_layers(file, env)
+            .split("__")
+            .map(|k| {
+                let key = k.as_str().to_ascii_lowercase();
+                match key.strip_prefix("judges.providers.") {
+                    Some(rest) => format!("providers.{rest}").into(),
+                    None => key.into(),
+                }
+            });
+        let mut config = Self::from_layers(file, env)?;
+        config.notices = notices;
+        Ok(config)
     }
 
     fn from_layers(file: serde_json::Value, env: Env) -> Result<Config, ConfigError> {
-        let config: Config = Figment::from(Serialized::defaults(Config::default()))
+        let mut config: Config = Figment::from(Serialized::defaults(Config::default()))
             .merge(Serialized::defaults(file))
             .merge(env)
             .extract()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        // The judges read their providers from their own section: it travels in a run's spec.
+        config.judges.providers = config.providers.clone();
         config.judges.validate().map_err(ConfigError::Invalid)?;
         config.fleet.validate().map_err(ConfigError::Invalid)?;
         Ok(config)
+    }
+}
+
+/// Moves `judges.providers` of a configuration file to the top-level `providers` (whose own
+/// entries win, key by key); true when there was something to move.
+fn move_old_providers(file: &mut serde_json::Value) -> bool {
+    let Some(old) = file
+        .get_mut("judges")
+        .and_then(|j| j.as_object_mut())
+        .and_then(|j| j.remove("providers"))
+    else {
+        return false;
+    };
+    let Some(root) = file.as_object_mut() else {
+        return false;
+    };
+    let mut merged = old;
+    if let Some(new) = root.remove("providers") {
+        merge(&mut merged, new);
+    }
+    root.insert("providers".into(), merged);
+    true
+}
+
+/// `over` laid over `base`, objects key by key.
+fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
+    match (base, over) {
+        (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
     }
 }
 
@@ -279,11 +359,58 @@ mod tests {
     }
 
     #[test]
+    fn providers_are_read_at_the_top_level_and_from_their_old_place() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "new.yaml",
+                "providers: {openai: {base_url: 'http://127.0.0.1:1/v1'}}\n",
+            )?;
+            let c = Config::load(Some(Path::new("new.yaml"))).unwrap();
+            assert_eq!(c.providers["openai"].base_url, "http://127.0.0.1:1/v1");
+            assert_eq!(c.judges.providers, c.providers, "the judges use them");
+            assert_eq!(
+                c.providers["openai"].api_key_env, "OPENAI_API_KEY",
+                "merged with the defaults"
+            );
+            assert!(c.notices.is_empty());
+
+            jail.create_file(
+                "old.yaml",
+                "judges: {providers: {openai: {base_url: 'http://127.0.0.1:2/v1', rpm: 7}}}\n\
+                 providers: {openai: {rpm: 9}}\n",
+            )?;
+            let c = Config::load(Some(Path::new("old.yaml"))).unwrap();
+            assert_eq!(c.providers["openai"].base_url, "http://127.0.0.1:2/v1");
+            assert_eq!(c.providers["openai"].rpm, 9, "the top level wins");
+            assert_eq!(c.judges.providers["openai"].rpm, 9);
+            assert_eq!(c.notices.len(), 1, "{:?}", c.notices);
+            assert!(c.notices[0].contains("judges.providers"));
+
+            jail.set_env(
+                "EVALFLEET_JUDGES__PROVIDERS__ANTHROPIC__BASE_URL",
+                "http://127.0.0.1:3",
+            );
+            let c = Config::load(Some(Path::new("new.yaml"))).unwrap();
+            assert_eq!(
+                c.judges.providers["anthropic"].base_url,
+                "http://127.0.0.1:3"
+            );
+            assert_eq!(
+                c.notices.len(),
+                1,
+                "the old variable is read, with a notice"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
     fn shipped_config_file_loads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/evalfleet.yaml");
         // In a jail: the other tests' jails set EVALFLEET_* variables, which would leak in.
         figment::Jail::expect_with(|_| {
-            Config::load(Some(&path)).map_err(|e| e.to_string())?;
+            let config = Config::load(Some(&path)).map_err(|e| e.to_string())?;
+            assert!(config.notices.is_empty(), "{:?}", config.notices);
             Ok(())
         });
     }

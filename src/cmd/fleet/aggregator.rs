@@ -26,7 +26,7 @@ pub struct AggregatorArgs {
 }
 
 pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let consumer = format!("{}-{}", hostname(), std::process::id());

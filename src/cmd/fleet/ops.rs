@@ -52,7 +52,7 @@ pub enum DlqAction {
 }
 
 pub fn status(args: StatusArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let Some(run) = args.run else {
@@ -184,7 +184,7 @@ async fn print_batches(store: &RedisStore, run: &str) -> anyhow::Result<()> {
 }
 
 pub fn report(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let meta = store
@@ -210,7 +210,7 @@ pub fn report(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
 }
 
 pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         ops::cancel(&store, &args.run).await.map_err(refusal)?;
@@ -236,7 +236,7 @@ pub fn cancel(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
 }
 
 pub fn retry(args: RunArg, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         if store.run(&args.run).await?.is_none() {
@@ -260,7 +260,7 @@ fn refusal(e: OpError) -> anyhow::Error {
 }
 
 pub fn dlq(args: DlqArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     super::runtime()?.block_on(async {
         let queue = args.endpoints.connect_amqp(&config, 1).await?;
         match args.action {

@@ -31,7 +31,7 @@ pub struct WorkerArgs {
 }
 
 pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let config = evalfleet_config::Config::load(config)?;
+    let config = crate::cmd::load_config(config)?;
     let concurrency = args
         .concurrency
         .unwrap_or(config.fleet.worker_concurrency)
