@@ -18,3 +18,4 @@ pub mod rag;
 pub mod spec;
 pub mod suite;
 pub mod support;
+pub mod target;
