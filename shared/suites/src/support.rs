@@ -57,6 +57,9 @@ pub fn parse_example(value: &Value, rules: &ProviderRules) -> Result<SupportExam
 }
 
 /// Words that carry no topic: left out of the relevance heuristic's keywords. Sorted, for binary search.
+/// The longest stopword's length in bytes (a test checks it).
+const STOPWORD_MAX: usize = 9;
+
 const STOPWORDS: &[&str] = &[
     "about",
     "after",
@@ -153,6 +156,16 @@ fn stems(text: &str) -> Vec<[char; 5]> {
     let mut out: Vec<[char; 5]> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         if word.len() < 4 || word.chars().nth(3).is_none() {
+            continue;
+        }
+        // The common case, an ASCII word longer than any stopword: its stem straight from its
+        // first five bytes, with no lowercase copy of the whole word.
+        if word.len() > STOPWORD_MAX && word.is_ascii() {
+            let mut stem = ['\0'; 5];
+            for (slot, b) in stem.iter_mut().zip(word.bytes()) {
+                *slot = char::from(b.to_ascii_lowercase());
+            }
+            out.push(stem);
             continue;
         }
         lower.clear();
@@ -264,6 +277,26 @@ mod tests {
     fn valid() -> Value {
         json!({"id": "t1", "ticket": "OOM in build", "response": "Raise -Xmx.",
                "model": "gpt-4o", "prompt_version": "v1", "team": "infra"})
+    }
+
+    #[test]
+    fn stems_of_long_ascii_words_take_the_short_road_to_the_same_stems() {
+        assert_eq!(
+            STOPWORDS.iter().map(|w| w.len()).max(),
+            Some(STOPWORD_MAX),
+            "STOPWORD_MAX is the longest stopword"
+        );
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]), "sorted for binary search");
+        let stem = |s: &str| -> [char; 5] {
+            let mut out = ['\0'; 5];
+            out.iter_mut().zip(s.chars()).for_each(|(o, c)| *o = c);
+            out
+        };
+        // Long ASCII, short ASCII, a stopword, non-ASCII, and a long word in capitals.
+        let got = stems("CONNECTIONS connect about Überprüfung KUBERNETES kubernetes");
+        let mut want = vec![stem("conne"), stem("kuber"), stem("überp")];
+        want.sort_unstable();
+        assert_eq!(got, want);
     }
 
     #[test]
