@@ -1,12 +1,14 @@
-//! One judge call, independent of the API dialect: compute the deterministic verdict, draw the
+//! One call, independent of the API dialect: compute the deterministic verdict (or, for a prompt
+//! that is not a judge's, the answer), draw the
 //! request's fault, ask the provider's limiter, wait out the latency, and say what the dialect
 //! (`openai.rs`, `anthropic.rs`) should put on the wire.
 
 use std::time::{Duration, Instant};
 
+use crate::answer;
 use crate::clock::now_unix_ms;
 use crate::faults::Fault;
-use crate::judge::{estimate_tokens, wrap, Verdict, NON_JSON_PROSE};
+use crate::judge::{estimate_tokens, is_judge_prompt, wrap, Verdict, NON_JSON_PROSE};
 use crate::limiter::{Decision, LimitKind, Snapshot};
 use crate::state::FakeProvider;
 use crate::stats::Provider;
@@ -68,19 +70,26 @@ impl FakeProvider {
         let draws = self.draws();
         let id = self.next_id(cfg.seed);
         let fault = Fault::pick(&cfg, draws.fault);
-        let verdict = Verdict::for_prompt(cfg.seed, ask.prompt);
-        let content = match fault {
-            Fault::NonJson => NON_JSON_PROSE.to_owned(),
-            Fault::OutOfRange => verdict.out_of_range().json(),
-            _ => verdict.json(),
-        };
-        let content = match ask.prefill {
-            Some(prefill) if content.starts_with(prefill) => content[prefill.len()..].to_owned(),
-            Some(_) => content,
-            None if fault != Fault::NonJson && !ask.bare_json && draws.wrap < cfg.wrap_rate => {
-                wrap(&content, draws.wrap_style)
+        let content = if is_judge_prompt(ask.prompt) {
+            let verdict = Verdict::for_prompt(cfg.seed, ask.prompt);
+            let content = match fault {
+                Fault::NonJson => NON_JSON_PROSE.to_owned(),
+                Fault::OutOfRange => verdict.out_of_range().json(),
+                _ => verdict.json(),
+            };
+            match ask.prefill {
+                Some(prefill) if content.starts_with(prefill) => {
+                    content[prefill.len()..].to_owned()
+                }
+                Some(_) => content,
+                None if fault != Fault::NonJson && !ask.bare_json && draws.wrap < cfg.wrap_rate => {
+                    wrap(&content, draws.wrap_style)
+                }
+                None => content,
             }
-            None => content,
+        } else {
+            // The system under test: the reply's faults are the transport's, below.
+            answer::for_prompt(cfg.seed, ask.prompt)
         };
         let input_tokens = estimate_tokens(ask.prompt);
         let output_tokens = estimate_tokens(&content);
@@ -160,7 +169,7 @@ impl FakeProvider {
     }
 
     /// Sleeps, unless shutdown begins first.
-    async fn sleep(&self, duration: Duration) {
+    pub(crate) async fn sleep(&self, duration: Duration) {
         let mut stop = self.shutdown_signal();
         tokio::select! {
             () = tokio::time::sleep(duration) => {}

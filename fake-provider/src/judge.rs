@@ -13,6 +13,12 @@ static RANGE_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)an integer from\s+(-?\d{1,9})\s+to\s+(-?\d{1,9})").expect("static regex")
 });
 
+/// Whether `prompt` asks for a verdict (it names a score or a rubric range); any other prompt is
+/// a question to the system under test, answered by [`crate::answer::for_prompt`].
+pub fn is_judge_prompt(prompt: &str) -> bool {
+    prompt.contains("score") || RANGE_PHRASE.is_match(prompt)
+}
+
 /// The rubric range named by the first "an integer from MIN to MAX" in the prompt (bounds
 /// swapped if given backwards), or 1 to 5 when the prompt names none.
 pub fn rubric_range(prompt: &str) -> (i64, i64) {

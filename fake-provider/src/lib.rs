@@ -19,6 +19,8 @@
 //! `GET /stats/timeline?provider=openai`, `GET /metrics` (Prometheus), `GET|POST /admin/config`,
 //! `POST /admin/reset`, `GET /healthz`.
 
+mod agent;
+mod answer;
 mod anthropic;
 mod args;
 mod batch;

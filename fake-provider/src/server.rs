@@ -26,13 +26,14 @@ use crate::clock::now_unix_ms;
 use crate::error::ConfigError;
 use crate::state::FakeProvider;
 use crate::stats::{Provider, TIMELINE_WINDOW_MS};
-use crate::{anthropic, openai};
+use crate::{agent, anthropic, openai};
 
 /// Every endpoint, over the given state.
 pub fn router(state: Arc<FakeProvider>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/messages", post(anthropic::messages))
+        .route("/agent", post(agent::ask))
         .merge(batch_routes())
         .route("/stats", get(stats))
         .route("/stats/timeline", get(timeline))

@@ -42,7 +42,8 @@ async fn same_prompt_same_score_and_ranges_respected() {
 async fn missing_range_defaults_to_one_to_five() {
     let fake = start(plain()).await;
     for case in 0..30 {
-        let score = openai_score(&fake, &format!("rate this: {case}")).await;
+        // A judge prompt (it names a score) without a rubric range.
+        let score = openai_score(&fake, &format!("score this: {case}")).await;
         assert!((1..=5).contains(&score));
     }
 }

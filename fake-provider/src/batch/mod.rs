@@ -22,8 +22,9 @@ mod registry;
 
 use axum::response::Response;
 
+use crate::answer;
 use crate::args::FakeProviderArgs;
-use crate::judge::{estimate_tokens, stable_hash, wrap, Verdict};
+use crate::judge::{estimate_tokens, is_judge_prompt, stable_hash, wrap, Verdict};
 use crate::stats::Provider;
 
 pub(crate) use ledger::BatchLedger;
@@ -298,8 +299,8 @@ pub(crate) enum Fate {
     Canceled,
 }
 
-/// The verdict a live call would give (same score: a pure function of seed and prompt), dressed
-/// the same way, with per-request errors and expiries drawn from (seed, batch, custom_id).
+/// What a live call would answer (the same verdict, a pure function of seed and prompt, dressed
+/// the same way; or the same answer to a prompt that is not a judge's), with per-request errors and expiries drawn from (seed, batch, custom_id).
 fn judge(cfg: &FakeProviderArgs, batch_id: &str, request: &BatchRequest) -> ItemOutcome {
     let draw = stable_hash(cfg.seed ^ stable_hash(0, batch_id), &request.custom_id);
     let u = (draw >> 11) as f64 / (1u64 << 53) as f64;
@@ -308,6 +309,14 @@ fn judge(cfg: &FakeProviderArgs, batch_id: &str, request: &BatchRequest) -> Item
     }
     if u < cfg.batch_expiry_rate + cfg.batch_error_rate {
         return ItemOutcome::Error;
+    }
+    if !is_judge_prompt(&request.prompt) {
+        let content = answer::for_prompt(cfg.seed, &request.prompt);
+        return ItemOutcome::Reply {
+            input_tokens: estimate_tokens(&request.prompt),
+            output_tokens: estimate_tokens(&content),
+            content: content.into(),
+        };
     }
     let verdict = Verdict::for_prompt(cfg.seed, &request.prompt).json();
     let style = stable_hash(cfg.seed ^ 0x77a9, &request.prompt);
