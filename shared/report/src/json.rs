@@ -493,7 +493,8 @@ mod tests {
     fn a_seed_item_is_written_as_the_object_built_key_by_key() {
         let mut suite = Suite::builtin(SuiteKind::SupportJudge);
         let mut rec = support_record(3, "t3", "gpt-4o", "v1", Some(4.0), None);
-        rec.details.insert("inputs".into(), json!({"ticket": "VPN \"drops\""}));
+        rec.details
+            .insert("inputs".into(), json!({"ticket": "VPN \"drops\""}));
         let text = |suite: &Suite| serde_json::to_string(&seed_result(suite, &rec)).unwrap();
         assert_eq!(text(&suite), built(&suite, &rec).to_string());
         // Dimensions named like the item's own keys, before and after the dimensions.

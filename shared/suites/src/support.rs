@@ -286,7 +286,10 @@ mod tests {
             Some(STOPWORD_MAX),
             "STOPWORD_MAX is the longest stopword"
         );
-        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]), "sorted for binary search");
+        assert!(
+            STOPWORDS.windows(2).all(|w| w[0] < w[1]),
+            "sorted for binary search"
+        );
         let stem = |s: &str| -> [char; 5] {
             let mut out = ['\0'; 5];
             out.iter_mut().zip(s.chars()).for_each(|(o, c)| *o = c);
