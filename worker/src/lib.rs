@@ -13,6 +13,7 @@ mod process;
 mod scenarios;
 pub mod service;
 mod store_retry;
+pub mod target;
 
 use std::sync::atomic::AtomicU64;
 
