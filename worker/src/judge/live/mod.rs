@@ -121,7 +121,7 @@ impl LiveJudge {
         for name in used {
             let pc: &ProviderConfig = &config.providers[name];
             let key = std::env::var(&pc.api_key_env).map_err(|_| {
-                format!("the API key of judge provider '{name}' is not set: export {} (judges.providers.{name}.api_key_env)", pc.api_key_env)
+                format!("the API key of judge provider '{name}' is not set: export {} (providers.{name}.api_key_env)", pc.api_key_env)
             })?;
             let client = ProviderClient::new(pc, key)
                 .map_err(|e| format!("judge provider '{name}': {e}"))?;
