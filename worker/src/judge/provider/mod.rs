@@ -22,6 +22,7 @@ mod error;
 mod error_tests;
 #[doc(hidden)]
 pub mod fuzzing;
+mod generate;
 mod limits;
 mod openai;
 
@@ -34,6 +35,7 @@ use reqwest::header::{HeaderValue, AUTHORIZATION};
 use super::prompt::Prompt;
 
 pub use error::{classify_error, CallError};
+pub use generate::GenerateRequest;
 pub use limits::{rate_limit_info, retry_after};
 
 use error::clean;
@@ -207,17 +209,40 @@ impl ProviderClient {
     }
 
     async fn call(&self, req: &ChatRequest<'_>) -> Result<Completion, CallError> {
+        let (completion, _) = match self.api {
+            Api::Openai => self.post(&openai::request_body(req)).await?,
+            Api::Anthropic => self.post(&anthropic::request_body(req)).await?,
+        };
+        Ok(completion)
+    }
+
+    /// One generation call (a chat target), no retry: the reply and the model that answered.
+    pub async fn generate(
+        &self,
+        req: &GenerateRequest<'_>,
+    ) -> Result<(Completion, Option<String>), CallError> {
+        let (completion, body) = self
+            .post(&generate::body(self.api, req))
+            .await
+            .map_err(|e| e.scrub(&self.api_key))?;
+        Ok((completion, generate::answering_model(&body)))
+    }
+
+    /// Posts `body` with this provider's auth; a 2xx reply's text, usage and limits, and the
+    /// reply's body.
+    async fn post<B: serde::Serialize>(&self, body: &B) -> Result<(Completion, String), CallError> {
         let builder = self.http.post(self.url.clone());
         let builder = match self.api {
-            Api::Openai => builder
-                .header(AUTHORIZATION, self.auth.clone())
-                .json(&openai::request_body(req)),
+            Api::Openai => builder.header(AUTHORIZATION, self.auth.clone()),
             Api::Anthropic => builder
                 .header("x-api-key", self.auth.clone())
-                .header("anthropic-version", self.anthropic_version.clone())
-                .json(&anthropic::request_body(req)),
+                .header("anthropic-version", self.anthropic_version.clone()),
         };
-        let response = builder.send().await.map_err(|e| self.transport_error(e))?;
+        let response = builder
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             let headers = response.headers().clone();
@@ -234,12 +259,13 @@ impl ProviderClient {
             status,
             message: clean(&m),
         })?;
-        Ok(Completion {
+        let completion = Completion {
             text,
             usage,
             limits,
             status,
-        })
+        };
+        Ok((completion, body))
     }
 
     fn transport_error(&self, e: reqwest::Error) -> CallError {
