@@ -19,6 +19,7 @@ use evalfleet_producer::{open_dataset, produce, ProduceError, ProduceOptions, Pr
 use evalfleet_report::aggregate::RunAggregator;
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::suite::Suite;
+use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{run_workers, Judge, Pipeline, WorkerError, WorkerStats};
 
 /// One embedded run, as the caller configured it.
@@ -29,6 +30,8 @@ pub struct EmbeddedRun<'a> {
     pub suite: Arc<Suite>,
     pub rules: ProviderRules,
     pub judge: Judge,
+    /// A target run: the outputs come from this target.
+    pub target: Option<RunTarget>,
     pub concurrency: usize,
     /// Records read, bytes consumed, skipped (the producer's counters).
     pub progress: Arc<Progress>,
@@ -57,15 +60,19 @@ pub enum EmbeddedError {
 
 /// Runs producer, workers and aggregator until every record of the dataset has a result.
 pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedError> {
-    let live = matches!(run.judge, Judge::Live(_));
+    // Live judges and targets wait on the network; offline judges are CPU-bound.
+    let live = matches!(run.judge, Judge::Live(_)) || run.target.is_some();
     let reader = open_dataset(run.dataset, &run.read, run.progress.clone())
         .map_err(|e| EmbeddedError::Produce(e.into()))?;
     let dataset_dir = run.dataset.parent().map(Path::to_path_buf);
-    let validator = Validator::new(Evaluator::new(
+    let mut validator = Validator::new(Evaluator::new(
         run.suite.clone(),
         run.rules.clone(),
         dataset_dir,
     ));
+    if let Some(target) = &run.target {
+        validator = validator.with_target(target.plan());
+    }
     // Offline judges are CPU-bound: hand work over in chunks to save thread wake-ups. A live
     // judge's examples go one by one, so one slow call never holds other examples back.
     let (chunk, event_batch) = if live { (1, 16) } else { (64, 256) };
@@ -73,7 +80,11 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
     let (store, events) =
         InProcessStore::new(run.run_id, 64, event_batch).map_err(EmbeddedError::Spill)?;
     let store = Arc::new(store);
-    let pipeline = Arc::new(Pipeline::new(run.suite.clone(), run.judge));
+    let mut pipeline = Pipeline::new(run.suite.clone(), run.judge);
+    if let Some(target) = run.target {
+        pipeline = pipeline.with_target(target);
+    }
+    let pipeline = Arc::new(pipeline);
     let mut workers = tokio::spawn(run_workers(
         queue.clone(),
         store.clone(),
@@ -136,6 +147,7 @@ mod tests {
             suite: Arc::new(Suite::builtin(SuiteKind::SupportJudge)),
             rules: ProviderRules::default(),
             judge,
+            target: None,
             concurrency: 2,
             progress: Arc::new(Progress::default()),
             evaluated: Arc::new(AtomicU64::new(0)),

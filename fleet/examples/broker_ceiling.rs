@@ -15,7 +15,7 @@ use evalfleet_fleet::amqp::{
 };
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_model::suite::SuiteKind;
-use evalfleet_suites::evaluate::Evaluator;
+use evalfleet_suites::evaluate::{Evaluator, Work};
 use evalfleet_suites::suite::Suite;
 use futures_util::StreamExt;
 use lapin::options::{
@@ -59,7 +59,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 index: i as u64,
                 line: Some(i as u64 + 1),
                 suite: "support-judge".into(),
-                example,
+                work: Work::Evaluate(example),
             };
             serde_json::to_vec(&msg).unwrap_or_default()
         })

@@ -18,7 +18,7 @@ use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_dataset::{DatasetError, DatasetReader, Position, ReadOptions};
 use evalfleet_model::record::ResultRecord;
-use evalfleet_suites::evaluate::{Checked, Example, Validator};
+use evalfleet_suites::evaluate::{Checked, Example, Validator, Work};
 use evalfleet_suites::loganalysis::canonical_json;
 
 /// Messages published per call; the queue confirms each batch as a whole.
@@ -153,7 +153,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                 Checked::Valid {
                     ordinal,
                     position,
-                    example,
+                    work,
                 } => {
                     out.push(Message {
                         v: Message::VERSION,
@@ -161,7 +161,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                         index: ordinal,
                         line: position.line(),
                         suite: suite.clone(),
-                        example,
+                        work,
                     })
                     .await?;
                 }
@@ -213,7 +213,7 @@ struct Outbox<'a, Q, S> {
 
 impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
     async fn push(&mut self, msg: Message) -> Result<(), ProduceError> {
-        if let Example::Log(e) = &msg.example {
+        if let Work::Evaluate(Example::Log(e)) = &msg.work {
             let digest = e.scenario.digest();
             if !self.scenarios.contains(digest) {
                 if let Some(scenario) = e.scenario.get() {

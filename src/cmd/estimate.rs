@@ -7,7 +7,7 @@ use std::path::Path;
 
 use evalfleet_config::Config;
 use evalfleet_dataset::{DatasetReader, Format};
-use evalfleet_suites::evaluate::{Checked, Evaluator, Validator};
+use evalfleet_suites::evaluate::{Checked, Evaluator, Validator, Work};
 use evalfleet_suites::suite::Suite;
 use evalfleet_worker::judge::estimate::{add_example, Estimate, TYPICAL_REPLY_TOKENS};
 
@@ -29,9 +29,12 @@ pub fn print_estimate(
     let mut skipped = 0u64;
     for checked in Validator::new(evaluator).checks(reader) {
         match checked? {
-            Checked::Valid { example, .. } => {
-                add_example(&mut estimate, &config.judges, suite, &example);
-            }
+            Checked::Valid {
+                work: Work::Evaluate(example),
+                ..
+            } => add_example(&mut estimate, &config.judges, suite, &example),
+            // A record for a target to complete: not in an estimate of judge calls.
+            Checked::Valid { .. } => {}
             Checked::Skipped { .. } => skipped += 1,
         }
     }

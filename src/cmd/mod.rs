@@ -7,6 +7,7 @@ pub mod generate;
 pub mod judge;
 pub mod run;
 pub mod suite;
+pub mod target;
 pub mod validate;
 
 use std::path::Path;

@@ -38,6 +38,8 @@ pub struct RunArgs {
     pub concurrency: Option<usize>,
     #[command(flatten)]
     pub judges: super::judge::JudgeArgs,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
     /// Print the judge calls, tokens and cost a live run would make, and exit: nothing is sent.
     #[arg(long)]
     pub estimate: bool,
@@ -65,11 +67,12 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     }
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
     let judge = build_judge(args.judges.judge, &config.judges, &parts).map_err(BadInput)?;
+    let target = args.target.build(&config, &suite, args.judges.judge)?;
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
-        // Offline judges are CPU-bound (one task per core); live ones wait on the network (in
-        // batch mode an example waiting for its batch is parked, and holds no task).
-        0 if live => 128,
+        // Offline judges are CPU-bound (one task per core); live ones and targets wait on the
+        // network (in batch mode an example waiting for its batch is parked, and holds no task).
+        0 if live || target.is_some() => 128,
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
     };
@@ -108,6 +111,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             suite: suite.clone(),
             rules: config.model_prefixes.clone(),
             judge,
+            target,
             concurrency,
             progress: read.clone(),
             evaluated,

@@ -1,7 +1,8 @@
-//! Processing one message: give the example what it shares with others (its scenario), ask the
-//! judges, finish the record. The same function serves the embedded `run` and fleet workers, so
-//! both produce the same records. The example arrives typed: the producer validated it, and
-//! nothing here parses raw JSON.
+//! Processing one message: in a target run, have the target generate the record's outputs and
+//! the suite validate the completed record; give the example what it shares with others (its
+//! scenario), ask the judges, finish the record. The same function serves the embedded `run`
+//! and fleet workers, so both produce the same records. A recorded example arrives typed: the
+//! producer validated it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,18 +10,22 @@ use std::time::Instant;
 use evalfleet_contract::batch_store::Question;
 use evalfleet_contract::queue::Message;
 use evalfleet_contract::store::{ResultStore, StoreError};
-use evalfleet_model::record::ResultRecord;
-use evalfleet_suites::evaluate::{finish, judge_tasks, Effort};
+use evalfleet_model::record::{ResultRecord, TargetCall};
+use evalfleet_suites::evaluate::{finish, judge_tasks, Effort, Example, Work};
 use evalfleet_suites::suite::Suite;
+use evalfleet_suites::target::PendingRecord;
 
 use crate::judge::Judge;
 use crate::metrics::metrics;
 use crate::scenarios::{Scenarios, Unattached};
+use crate::target::{Generation, RunTarget};
 
 /// Everything a worker needs to evaluate examples of one run.
 pub struct Pipeline {
     pub suite: Arc<Suite>,
     pub judge: Judge,
+    /// A target run: what generates the outputs.
+    pub target: Option<RunTarget>,
     scenarios: Scenarios,
 }
 
@@ -29,8 +34,15 @@ impl Pipeline {
         Pipeline {
             suite,
             judge,
+            target: None,
             scenarios: Scenarios::default(),
         }
+    }
+
+    /// The outputs of the run's records come from `target`.
+    pub fn with_target(mut self, target: RunTarget) -> Self {
+        self.target = Some(target);
+        self
     }
 }
 
@@ -53,30 +65,38 @@ pub async fn process<S: ResultStore>(
     msg: &Message,
 ) -> Result<Processed, StoreError> {
     let suite = &pipeline.suite;
-    match pipeline
-        .scenarios
-        .attach(store, &msg.run_id, &msg.example)
-        .await
-    {
+    let started = Instant::now();
+    let mut generation = None;
+    let example = match &msg.work {
+        Work::Evaluate(example) => example,
+        Work::Generate(pending) => match generate(pipeline, msg, pending).await {
+            Ok(g) => &generation.insert(g).example,
+            Err(failed) => return Ok(Processed::Record(*failed)),
+        },
+    };
+    match pipeline.scenarios.attach(store, &msg.run_id, example).await {
         Ok(()) => {}
         Err(Unattached::Store(e)) => return Err(e),
         Err(Unattached::Missing(reason)) => {
-            let id = msg.example.id().to_owned();
+            let id = example.id().to_owned();
             let mut rec =
                 ResultRecord::failed(&msg.run_id, &suite.name, msg.index, msg.line, id, reason);
-            rec.group = msg.example.group();
+            rec.group = example.group();
             return Ok(Processed::Record(rec));
         }
     }
     let m = metrics();
     m.inflight.inc();
-    let started = Instant::now();
-    let record = evaluate(suite, &pipeline.judge, msg, started).await;
+    let record = evaluate(suite, &pipeline.judge, msg, example, started).await;
     m.inflight.dec();
-    let record = match record {
+    let mut record = match record {
         Processed::Record(record) => record,
         awaiting => return Ok(awaiting),
     };
+    if let Some(generation) = generation {
+        record.outputs = Some(generation.outputs);
+        record.target = Some(generation.call);
+    }
     m.examples_processed
         .with_label_values(&[&record.suite, record.outcome.as_str()])
         .inc();
@@ -84,8 +104,45 @@ pub async fn process<S: ResultStore>(
     Ok(Processed::Record(record))
 }
 
-async fn evaluate(suite: &Suite, judge: &Judge, msg: &Message, started: Instant) -> Processed {
-    let example = &msg.example;
+/// A target run's example: generated and validated, or the failed record saying why not.
+async fn generate(
+    pipeline: &Pipeline,
+    msg: &Message,
+    pending: &PendingRecord,
+) -> Result<Generation, Box<ResultRecord>> {
+    let suite = &pipeline.suite;
+    let failed = |reason: String, call: Option<TargetCall>| {
+        let mut rec = ResultRecord::failed(
+            &msg.run_id,
+            &suite.name,
+            msg.index,
+            msg.line,
+            pending.id.clone(),
+            reason,
+        );
+        rec.latency_ms = call.as_ref().map_or(0.0, |c| c.latency_ms);
+        rec.target = call;
+        Box::new(rec)
+    };
+    let Some(target) = &pipeline.target else {
+        return Err(failed(
+            "the message asks for a target's outputs, but the run has no target".into(),
+            None,
+        ));
+    };
+    target
+        .generate(suite, pending)
+        .await
+        .map_err(|not| failed(not.reason, not.call))
+}
+
+async fn evaluate(
+    suite: &Suite,
+    judge: &Judge,
+    msg: &Message,
+    example: &Example,
+    started: Instant,
+) -> Processed {
     let tasks = judge_tasks(suite, example);
     let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
     Processed::Record(

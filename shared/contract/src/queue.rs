@@ -12,21 +12,91 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use evalfleet_suites::evaluate::Example;
+use evalfleet_suites::evaluate::{Example, Work};
+use evalfleet_suites::target::PendingRecord;
 
 /// The message body of docs/DESIGN.md §3, version 2: `{"v":2, "run_id", "index", "suite",
 /// "example": {...}}`, where `example` is the producer's typed [`Example`] (validated once, at
 /// submit) rather than the raw record of version 1; a log-analysis example names its scenario
-/// by digest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// by digest. A target run's message carries `"record": {"id", "record"}` instead: the record
+/// the worker has the target complete, then validates and evaluates.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "Wire")]
 pub struct Message {
     pub v: u32,
     pub run_id: String,
     pub index: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
     pub suite: String,
-    pub example: Example,
+    pub work: Work,
+}
+
+/// A message as it travels: `example` or `record`, exactly one.
+#[derive(Deserialize)]
+struct Wire {
+    v: u32,
+    run_id: String,
+    index: u64,
+    #[serde(default)]
+    line: Option<u64>,
+    suite: String,
+    #[serde(default)]
+    example: Option<Example>,
+    #[serde(default)]
+    record: Option<PendingRecord>,
+}
+
+impl TryFrom<Wire> for Message {
+    type Error = &'static str;
+
+    fn try_from(w: Wire) -> Result<Self, Self::Error> {
+        let work = match (w.example, w.record) {
+            (Some(example), None) => Work::Evaluate(example),
+            (None, Some(record)) => Work::Generate(record),
+            (Some(_), Some(_)) => return Err("a message carries an example or a record, not both"),
+            (None, None) => return Err("a message carries an example or a record"),
+        };
+        Ok(Message {
+            v: w.v,
+            run_id: w.run_id,
+            index: w.index,
+            line: w.line,
+            suite: w.suite,
+            work,
+        })
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct WireRef<'a> {
+            v: u32,
+            run_id: &'a str,
+            index: u64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            line: Option<u64>,
+            suite: &'a str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            example: Option<&'a Example>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            record: Option<&'a PendingRecord>,
+        }
+        let (example, record) = match &self.work {
+            Work::Evaluate(e) => (Some(e), None),
+            Work::Generate(r) => (None, Some(r)),
+        };
+        WireRef {
+            v: self.v,
+            run_id: &self.run_id,
+            index: self.index,
+            line: self.line,
+            suite: &self.suite,
+            example,
+            record,
+        }
+        .serialize(s)
+    }
 }
 
 impl Message {

@@ -27,10 +27,7 @@ fn round_trip(dataset: &str, suite: Suite) {
     ));
     let mut valid = 0;
     for raw in DatasetReader::open_with(&path, &suite.read_options(None)).unwrap() {
-        let Checked::Valid {
-            ordinal, example, ..
-        } = validator.check(raw.unwrap())
-        else {
+        let Checked::Valid { ordinal, work, .. } = validator.check(raw.unwrap()) else {
             continue;
         };
         valid += 1;
@@ -40,12 +37,15 @@ fn round_trip(dataset: &str, suite: Suite) {
             index: ordinal,
             line: None,
             suite: suite.name.clone(),
-            example,
+            work,
         };
         let wire = serde_json::to_vec(&sent).unwrap();
         let received: Message = serde_json::from_slice(&wire).unwrap();
         assert_eq!(received, sent, "{dataset} record {ordinal}");
-        if let (Example::Log(got), Example::Log(orig)) = (&received.example, &sent.example) {
+        let (Work::Evaluate(got), Work::Evaluate(orig)) = (&received.work, &sent.work) else {
+            panic!("{dataset} record {ordinal}: not an example to evaluate");
+        };
+        if let (Example::Log(got), Example::Log(orig)) = (got, orig) {
             assert!(
                 got.scenario.get().is_none(),
                 "the wire carries the digest only"
@@ -64,8 +64,8 @@ fn round_trip(dataset: &str, suite: Suite) {
             )
         };
         assert_eq!(
-            finished(&received.example),
-            finished(&sent.example),
+            finished(got),
+            finished(orig),
             "{dataset} record {ordinal} finishes the same"
         );
     }

@@ -186,6 +186,24 @@ pub struct ResultRecord {
     /// Suite-specific detail that explains the numbers (parse errors, match counts, gold_absent).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub details: Map<String, Value>,
+    /// A target run: the fields the target filled, with their values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<Map<String, Value>>,
+    /// A target run: the call that generated them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetCall>,
+}
+
+/// What asking the system under test for one example took.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetCall {
+    /// The target's name.
+    pub name: String,
+    pub latency_ms: f64,
+    pub attempts: u32,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub cost_usd: f64,
 }
 
 impl ResultRecord {
@@ -217,6 +235,8 @@ impl ResultRecord {
             attempts: 0,
             reason: Some(reason),
             details: Map::new(),
+            outputs: None,
+            target: None,
         }
     }
 

@@ -158,8 +158,9 @@ struct SeedResult<'a> {
     rec: &'a ResultRecord,
 }
 
-/// The keys of a seed item after its dimensions, in order.
-const TAIL: [&str; 9] = [
+/// The keys of a seed item after its dimensions, in order (`metadata`, `inputs`, `outputs` and
+/// `target` only when the record has them).
+const TAIL: [&str; 11] = [
     "index",
     "overall_score",
     "passed",
@@ -169,6 +170,8 @@ const TAIL: [&str; 9] = [
     "attempts",
     "metadata",
     "inputs",
+    "outputs",
+    "target",
 ];
 
 impl Serialize for SeedResult<'_> {
@@ -221,6 +224,14 @@ fn tail_entry<M: serde::ser::SerializeMap>(
         "usage" => m.serialize_entry(key, &rec.usage)?,
         "latency_ms" => m.serialize_entry(key, &rec.latency_ms)?,
         "attempts" => m.serialize_entry(key, &rec.attempts)?,
+        "outputs" => match &rec.outputs {
+            Some(outputs) => m.serialize_entry(key, outputs)?,
+            None => return Ok(false),
+        },
+        "target" => match &rec.target {
+            Some(target) => m.serialize_entry(key, target)?,
+            None => return Ok(false),
+        },
         _ => match rec.details.get(key) {
             Some(v) => m.serialize_entry(key, v)?,
             None => return Ok(false),
@@ -479,6 +490,14 @@ mod tests {
                 "usage" => json!(rec.usage),
                 "latency_ms" => json!(rec.latency_ms),
                 "attempts" => json!(rec.attempts),
+                "outputs" => match &rec.outputs {
+                    Some(o) => json!(o),
+                    None => continue,
+                },
+                "target" => match &rec.target {
+                    Some(t) => json!(t),
+                    None => continue,
+                },
                 _ => match rec.details.get(key) {
                     Some(v) => v.clone(),
                     None => continue,
@@ -495,8 +514,22 @@ mod tests {
         let mut rec = support_record(3, "t3", "gpt-4o", "v1", Some(4.0), None);
         rec.details
             .insert("inputs".into(), json!({"ticket": "VPN \"drops\""}));
-        let text = |suite: &Suite| serde_json::to_string(&seed_result(suite, &rec)).unwrap();
-        assert_eq!(text(&suite), built(&suite, &rec).to_string());
+        let text = |suite: &Suite, rec: &ResultRecord| {
+            serde_json::to_string(&seed_result(suite, rec)).unwrap()
+        };
+        assert_eq!(text(&suite, &rec), built(&suite, &rec).to_string());
+        rec.outputs = Some(
+            json!({"response": "Renew it."})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        rec.target = Some(evalfleet_model::record::TargetCall {
+            name: "bot".into(),
+            attempts: 1,
+            ..Default::default()
+        });
+        assert_eq!(text(&suite, &rec), built(&suite, &rec).to_string());
         // Dimensions named like the item's own keys, before and after the dimensions.
         let dim = suite.dimensions[0].clone();
         for name in ["model", "passed", "metadata", "inputs"] {
@@ -504,6 +537,6 @@ mod tests {
             d.name = name.into();
             suite.dimensions.push(d);
         }
-        assert_eq!(text(&suite), built(&suite, &rec).to_string());
+        assert_eq!(text(&suite, &rec), built(&suite, &rec).to_string());
     }
 }

@@ -2,11 +2,13 @@
 //! what a call that failed for good means. The pure half (templates, what a record needs, the
 //! completed record) is `evalfleet_suites::target`.
 //!
-//! Built so far: the calls of both kinds. Not yet: the road from a target run's message to its
-//! result (docs/DECISIONS.md, "Targets").
+//! `run.rs` is the road from a record waiting for its outputs to an example the suite
+//! validated; `chat.rs` and `http.rs` are the two kinds of call.
 
 mod chat;
 mod http;
+mod run;
 
 pub use chat::{ChatTarget, Generated};
 pub use http::{Called, HttpTarget, TargetFailure};
+pub use run::{Generation, NotGenerated, RunTarget, TargetParts};

@@ -12,7 +12,7 @@ use crate::queue::{Delivery, Message, WorkQueue};
 use crate::store::{Counts, PutOutcome, ResultStore};
 use evalfleet_model::record::{Outcome, ResultRecord};
 use evalfleet_report::ItemSource;
-use evalfleet_suites::evaluate::Example;
+use evalfleet_suites::evaluate::{Example, Work};
 use evalfleet_suites::support::SupportExample;
 
 mod batch;
@@ -29,7 +29,7 @@ pub fn message(run_id: &str, index: u64) -> Message {
         index,
         line: Some(index + 1),
         suite: "support-judge".into(),
-        example: Example::Support(SupportExample {
+        work: Work::Evaluate(Example::Support(SupportExample {
             id: format!("e{index}"),
             ticket: "VPN drops".into(),
             response: "Renew the lease.".into(),
@@ -37,7 +37,7 @@ pub fn message(run_id: &str, index: u64) -> Message {
             prompt_version: "v1".into(),
             provider: "openai".into(),
             metadata: Default::default(),
-        }),
+        })),
     }
 }
 

@@ -170,6 +170,8 @@ pub fn finish(
         attempts: effort.attempts,
         reason: None,
         details,
+        outputs: None,
+        target: None,
     }
 }
 

@@ -21,6 +21,7 @@ use crate::loganalysis::{self, LogExample, ScenarioCache};
 use crate::rag::{self, RagExample};
 use crate::suite::Suite;
 use crate::support::{self, SupportExample};
+use crate::target::PendingRecord;
 use evalfleet_model::record::Group;
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_model::suite::{Dimension, SuiteKind};
@@ -41,6 +42,23 @@ pub enum Example {
     Rag(Box<RagExample>),
     Log(LogExample),
     Custom(Box<CustomExample>),
+}
+
+/// What a message asks of a worker: evaluate a recorded example, or first have the run's
+/// target generate the record's outputs and then evaluate the completed record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Work {
+    Evaluate(Example),
+    Generate(PendingRecord),
+}
+
+impl Work {
+    pub fn id(&self) -> &str {
+        match self {
+            Work::Evaluate(e) => e.id(),
+            Work::Generate(p) => &p.id,
+        }
+    }
 }
 
 impl Example {

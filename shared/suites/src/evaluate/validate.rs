@@ -13,16 +13,20 @@ use evalfleet_dataset::{DatasetError, Position, RawRecord};
 
 use serde_json::Value;
 
-use super::{Evaluator, Example};
+use std::sync::Arc;
+
+use super::{Evaluator, Work};
+use crate::target::TargetPlan;
 
 /// A record after validation.
 #[derive(Debug)]
 pub enum Checked {
-    /// A valid record in its typed form, which the queue carries to the workers.
+    /// A valid record in its typed form (or, in a target run, the record the target will
+    /// complete), which the queue carries to the workers.
     Valid {
         ordinal: u64,
         position: Position,
-        example: Example,
+        work: Work,
     },
     Skipped {
         ordinal: u64,
@@ -34,6 +38,9 @@ pub enum Checked {
 
 pub struct Validator {
     pub evaluator: Evaluator,
+    /// A target run: records are checked for what the target needs, and the suite checks the
+    /// record the target completes, in the worker.
+    target: Option<Arc<TargetPlan>>,
     seen: HashSet<u128>,
 }
 
@@ -41,8 +48,15 @@ impl Validator {
     pub fn new(evaluator: Evaluator) -> Self {
         Validator {
             evaluator,
+            target: None,
             seen: HashSet::new(),
         }
+    }
+
+    /// Records are the input of `target`.
+    pub fn with_target(mut self, target: Arc<TargetPlan>) -> Self {
+        self.target = Some(target);
+        self
     }
 
     pub fn check(&mut self, raw: RawRecord) -> Checked {
@@ -61,7 +75,11 @@ impl Validator {
             Ok(v) => v,
             Err(reason) => return skipped(String::new(), reason),
         };
-        match self.evaluator.parse(&value) {
+        let work = match &self.target {
+            Some(target) => target.check(&value).map(Work::Generate),
+            None => self.evaluator.parse(&value).map(Work::Evaluate),
+        };
+        match work {
             Err(reason) => {
                 let id = value
                     .get("id")
@@ -70,15 +88,15 @@ impl Validator {
                     .to_owned();
                 skipped(id, reason)
             }
-            Ok(example) => {
-                if self.seen.insert(id_hash(example.id().trim())) {
+            Ok(work) => {
+                if self.seen.insert(id_hash(work.id().trim())) {
                     Checked::Valid {
                         ordinal,
                         position,
-                        example,
+                        work,
                     }
                 } else {
-                    let id = example.id().to_owned();
+                    let id = work.id().to_owned();
                     skipped(id.clone(), format!("Duplicate id '{id}'"))
                 }
             }

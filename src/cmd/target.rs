@@ -1,0 +1,70 @@
+//! `--target NAME|FILE` and `--target-model MODEL`: the system under test, which generates the
+//! outputs the suite then evaluates. One set of flags, built into a run's target in one place.
+
+use clap::Args;
+use evalfleet_config::{Config, Target};
+use evalfleet_model::suite::SuiteKind;
+use evalfleet_suites::suite::Suite;
+use evalfleet_worker::target::{RunTarget, TargetParts};
+use evalfleet_worker::JudgeMode;
+
+use crate::exit::BadInput;
+
+#[derive(Debug, Args, Default)]
+pub struct TargetArgs {
+    /// Generate each record's outputs with this target first (a name in targets_dir, or a
+    /// target file), then evaluate the completed records.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Override a chat target's model.
+    #[arg(long, requires = "target")]
+    pub target_model: Option<String>,
+}
+
+impl TargetArgs {
+    /// The run's target, or None; bad input (exit 2) when it cannot be built: an unknown
+    /// target or provider, an unset key or `${VAR}`, a suite or judge mode it does not support.
+    pub fn build(
+        &self,
+        config: &Config,
+        suite: &Suite,
+        judge: JudgeMode,
+    ) -> anyhow::Result<Option<RunTarget>> {
+        let Some(name) = &self.target else {
+            return Ok(None);
+        };
+        let target =
+            Target::find(name, &config.targets_dir).map_err(|e| BadInput(e.to_string()))?;
+        if suite.kind == SuiteKind::LogAnalysis {
+            return Err(BadInput(
+                "--target: log-analysis suites cannot take a target yet (their records name scenario files)".into(),
+            )
+            .into());
+        }
+        if judge == JudgeMode::Live && config.judges.batches() {
+            return Err(BadInput(
+                "--target with --judge-mode batch is not supported yet: a parked example would ask the target again".into(),
+            )
+            .into());
+        }
+        if let (Some(_), Target::Http(t)) = (&self.target_model, &target) {
+            return Err(BadInput(format!(
+                "--target-model: target {} is an http target, it has no model to override",
+                t.name
+            ))
+            .into());
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        let built = RunTarget::new(TargetParts {
+            target,
+            model: self.target_model.clone(),
+            providers: &config.providers,
+            retry: &config.judges.retry,
+            prices: &config.judges.prices,
+            rules: config.model_prefixes.clone(),
+            env: &env,
+        })
+        .map_err(BadInput)?;
+        Ok(Some(built))
+    }
+}

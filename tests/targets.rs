@@ -1,0 +1,241 @@
+//! Targets end to end: `evalfleet run --target` has the system under test generate each
+//! record's outputs (a chat prompt to the fake's OpenAI API, or the fake's demo agent over
+//! HTTP), then evaluates the completed records as recorded ones. Over real sockets.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::fake::{FakeServer, LiveConfig, KEY_ENV};
+use common::{check_consistent, items, root, run_with_timeout, tempdir, Output};
+use evalfleet_fake_provider::FakeProviderArgs;
+use serde_json::{json, Value};
+
+/// `evalfleet run DATASET --suite SUITE --target TARGET --config CONFIG --out OUT` with `env`.
+fn run(
+    dataset: &Path,
+    suite: &str,
+    target: &Path,
+    config: &Path,
+    out: &Path,
+    env: &[(&str, &str)],
+) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_evalfleet"));
+    cmd.current_dir(root()).env_remove("RUST_LOG");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("EVALFLEET_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.arg("run")
+        .arg(dataset)
+        .args(["--suite", suite, "--target"])
+        .arg(target)
+        .arg("--config")
+        .arg(config)
+        .arg("--out")
+        .arg(out);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run_with_timeout(cmd, Duration::from_secs(120))
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn jsonl(records: &[Value]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
+/// An http target at the fake's demo agent.
+fn agent_target(fake: &FakeServer, extra: &str) -> String {
+    format!(
+        "name: demo\nkind: http\nurl: \"http://{}/agent\"\n\
+         body: {{question: \"{{{{ question }}}}\", conversation: {{id: \"{{{{ id }}}}\"}}}}\n\
+         outputs: {{trace: /data/trace}}\ntimeout_s: 5\n\
+         retry: {{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 50}}\n{extra}",
+        fake.addr
+    )
+}
+
+/// The bundled rag-layers items without their traces: what the agent must produce.
+fn questions(n: usize) -> Vec<Value> {
+    std::fs::read_to_string(root().join("examples/rag-layers.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .take(n)
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            r.as_object_mut().unwrap().remove("trace");
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    let target = write(
+        dir.path(),
+        "bot.yaml",
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         system: \"You are a support engineer.\"\nprompt: \"{{ ticket }}\"\n\
+         params: {temperature: 0}\noutput: response\nmodel_field: model\n\
+         set: {prompt_version: \"bot-v1\"}\n",
+    );
+    let data = write(
+        dir.path(),
+        "tickets.jsonl",
+        &jsonl(&[
+            json!({"id": "t1", "ticket": "VPN connection drops every hour on macOS"}),
+            json!({"id": "t2", "ticket": "Jenkins build fails with an OOM error", "response": "recorded, replaced"}),
+            json!({"id": "t3", "question": "no ticket here"}),
+        ]),
+    );
+    let out = dir.path().join("out");
+    let exit = run(
+        &data,
+        "support-judge",
+        &target,
+        &config,
+        &out,
+        &[(KEY_ENV, &fake.key)],
+    );
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 2, "{}", report["totals"]);
+    assert_eq!(report["totals"]["skipped"], 1);
+    assert_eq!(
+        report["skipped"][0]["reason"],
+        "target bot: the record has no 'ticket', which its templates use"
+    );
+    for item in items(&report) {
+        let response = item["outputs"]["response"].as_str().unwrap();
+        assert!(
+            response.len() > 40 && response != "recorded, replaced",
+            "{item}"
+        );
+        assert_eq!(item["model"], "gpt-4o-mini");
+        assert_eq!(item["prompt_version"], "bot-v1");
+        assert_eq!(item["target"]["name"], "bot");
+        assert_eq!(item["target"]["attempts"], 1);
+        assert!(item["target"]["tokens_in"].as_u64().unwrap() > 0);
+        assert!(item["relevance"]["score"].is_number(), "judged: {item}");
+    }
+    let answer = items(&report)[0]["outputs"]["response"].as_str().unwrap();
+    assert!(answer.contains("connection"), "on topic: {answer}");
+}
+
+#[test]
+fn an_http_target_fills_the_trace_the_rag_suite_scores() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    let target = write(dir.path(), "agent.yaml", &agent_target(&fake, ""));
+    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(12)));
+    let out = dir.path().join("out");
+    let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 12, "{}", report["totals"]);
+    let first = &items(&report)[0];
+    assert_eq!(
+        first["outputs"]["trace"]["retrieved_chunk_ids"],
+        json!(["metric_guide_sos_01"])
+    );
+    assert!(
+        first["metrics"].as_object().is_some_and(|m| !m.is_empty()),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_target_that_fails_fails_its_examples_with_the_reason() {
+    let dir = tempdir();
+    let failing = FakeServer::start(FakeProviderArgs {
+        fault_500: 1.0,
+        ..FakeProviderArgs::default()
+    });
+    let config = failing.config(dir.path(), &LiveConfig::default());
+    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(3)));
+    let target = write(dir.path(), "a.yaml", &agent_target(&failing, ""));
+    let out = dir.path().join("out");
+    let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["failed"], 3, "{}", report["totals"]);
+    assert_eq!(
+        report["failed"][0]["reason"],
+        "target demo: HTTP 500 after 2 attempts"
+    );
+
+    // A pointer the reply does not have; a 400 (a body without the question), never retried.
+    let fake = FakeServer::plain();
+    for (extra, reason) in [
+        ("", "target demo: /data/nothing not found in the reply"),
+        ("", "target demo: HTTP 400 after 1 attempts"),
+    ] {
+        let yaml = if reason.contains("400") {
+            agent_target(&fake, extra).replace("question: \"{{ question }}\", ", "")
+        } else {
+            agent_target(&fake, extra).replace("/data/trace", "/data/nothing")
+        };
+        let target = write(dir.path(), "b.yaml", &yaml);
+        let out = dir.path().join(format!("out-{}", reason.len()));
+        let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+        let report = check_consistent(&out, &exit).json;
+        assert_eq!(report["totals"]["failed"], 3, "{}", report["totals"]);
+        assert_eq!(report["failed"][0]["reason"], reason);
+    }
+}
+
+#[test]
+fn a_secret_reaches_the_target_and_nothing_else() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    let secret = "s3cr3t-agent-key-0451";
+    let target = write(
+        dir.path(),
+        "agent.yaml",
+        &agent_target(&fake, "headers: {X-Agent-Key: \"${AGENT_KEY}\"}\n"),
+    );
+    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(4)));
+    let out = dir.path().join("out");
+    let exit = run(
+        &data,
+        "rag-layers",
+        &target,
+        &config,
+        &out,
+        &[("AGENT_KEY", secret)],
+    );
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 4, "{}", report["totals"]);
+    for file in std::fs::read_dir(&out).unwrap() {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        assert!(!text.contains(secret), "the secret is in a report file");
+    }
+    assert!(!exit.stdout.contains(secret) && !exit.stderr.contains(secret));
+
+    let missing = run(
+        &data,
+        "rag-layers",
+        &target,
+        &config,
+        &dir.path().join("o2"),
+        &[],
+    );
+    assert_eq!(missing.code, Some(2), "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("AGENT_KEY is not set"),
+        "{}",
+        missing.stderr
+    );
+}
