@@ -405,6 +405,18 @@ mod tests {
     }
 
     #[test]
+    fn shipped_targets_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/targets");
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let target = Target::load(&entry.unwrap().path()).unwrap();
+            names.push(target.name().to_owned());
+        }
+        names.sort();
+        assert_eq!(names, ["demo-agent", "support-bot"]);
+    }
+
+    #[test]
     fn shipped_config_file_loads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/evalfleet.yaml");
         // In a jail: the other tests' jails set EVALFLEET_* variables, which would leak in.

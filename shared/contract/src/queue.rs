@@ -426,6 +426,33 @@ mod tests {
     }
 
     #[test]
+    fn a_message_carries_an_example_or_a_record_to_complete() {
+        let pending = crate::conformance::message("r", 3);
+        let example = serde_json::to_value(&pending).unwrap();
+        assert!(example.get("example").is_some() && example.get("record").is_none());
+        let record = Message {
+            work: Work::Generate(PendingRecord {
+                id: "q1".into(),
+                record: serde_json::json!({"id": "q1", "question": "why?"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            }),
+            ..pending
+        };
+        let wire = serde_json::to_string(&record).unwrap();
+        assert!(wire.contains(r#""record":{"id":"q1""#), "{wire}");
+        assert_eq!(serde_json::from_str::<Message>(&wire).unwrap(), record);
+        let mut both = example.clone();
+        both["record"] = serde_json::json!({"id": "q1", "record": {}});
+        let err = serde_json::from_value::<Message>(both).unwrap_err().to_string();
+        assert!(err.contains("not both"), "{err}");
+        let mut neither = example;
+        neither.as_object_mut().unwrap().remove("example");
+        assert!(serde_json::from_value::<Message>(neither).is_err());
+    }
+
+    #[test]
     fn a_message_let_go_lets_the_queue_close() {
         block_on(async {
             let queue = InProcessQueue::new(8, 1);
