@@ -19,6 +19,9 @@ fn comparable(mut report: Value) -> Value {
         if let Some(items) = report[list].as_array_mut() {
             for item in items {
                 item.as_object_mut().map(|i| i.remove("latency_ms"));
+                item["target"]
+                    .as_object_mut()
+                    .map(|t| t.remove("latency_ms"));
             }
         }
     }
@@ -34,13 +37,20 @@ fn submit_and_compare_with_embedded(
     suite: &str,
     run_id: &str,
 ) -> (common::Output, Value) {
+    submit_and_compare_with_embedded_with(fleet, data, &["--suite", suite], run_id)
+}
+
+/// [`submit_and_compare_with_embedded`] with more flags for both (`--suite` among them).
+fn submit_and_compare_with_embedded_with(
+    fleet: &Fleet,
+    data: &Path,
+    flags: &[&str],
+    run_id: &str,
+) -> (common::Output, Value) {
     let data_arg = data.to_str().expect("utf-8 path");
-    let submit = fleet.run(
-        &[
-            "submit", data_arg, "--suite", suite, "--run-id", run_id, "--wait",
-        ],
-        Duration::from_secs(120),
-    );
+    let mut args = vec!["submit", data_arg, "--run-id", run_id, "--wait"];
+    args.extend_from_slice(flags);
+    let submit = fleet.run(&args, Duration::from_secs(120));
     submit.assert_no_panic();
     let fleet_report = fleet.wait_report(run_id, Duration::from_secs(30));
     let passed = fleet_report["gates"]["passed"] == true;
@@ -50,7 +60,9 @@ fn submit_and_compare_with_embedded(
         "--wait exits as run does\n{}",
         submit.stderr
     );
-    let embedded = fleet.embedded_report(data, &["--suite", suite, "--run-id", run_id]);
+    let mut args = vec!["--run-id", run_id];
+    args.extend_from_slice(flags);
+    let embedded = fleet.embedded_report(data, &args);
     let (a, b) = (comparable(fleet_report.clone()), comparable(embedded));
     assert_eq!(
         first_difference(&a, &b, "report"),
@@ -150,6 +162,51 @@ fn fleet_report_of_a_custom_suite_on_csv_equals_embedded_report() {
     assert!(fleet_report["items"]
         .as_array()
         .is_some_and(|i| !i.is_empty()));
+}
+
+/// A target run through the fleet: the workers ask the demo agent for each question's trace,
+/// and the report equals the embedded run's.
+#[test]
+fn a_target_run_through_the_fleet_equals_the_embedded_one() {
+    let agent = common::fake::FakeServer::plain();
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19571);
+    fleet.worker("w2", 19572);
+    fleet.aggregator("agg", 19580);
+    let target = fleet.dir.path().join("agent.yaml");
+    std::fs::write(
+        &target,
+        format!(
+            "name: demo\nkind: http\nurl: \"http://{}/agent\"\n\
+             body: {{question: \"{{{{ question }}}}\"}}\noutputs: {{trace: /data/trace}}\n",
+            agent.addr
+        ),
+    )
+    .unwrap();
+    let questions: String = std::fs::read_to_string(example("rag-layers.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .take(40)
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            r.as_object_mut().unwrap().remove("trace");
+            format!("{r}\n")
+        })
+        .collect();
+    let data = fleet.dir.path().join("questions.jsonl");
+    std::fs::write(&data, questions).unwrap();
+    let run_id = format!("{}-target", fleet.prefix);
+    let flags = [
+        "--suite",
+        "rag-layers",
+        "--target",
+        target.to_str().unwrap(),
+    ];
+    let (_, report) = submit_and_compare_with_embedded_with(&fleet, &data, &flags, &run_id);
+    assert_eq!(report["totals"]["examples"], 40, "{}", report["totals"]);
+    assert_eq!(report["totals"]["ok"], 40);
+    assert!(report["items"][0]["outputs"]["trace"].is_object());
 }
 
 /// Log-analysis examples name their scenario by digest: each distinct scenario is stored once

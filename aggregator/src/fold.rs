@@ -223,6 +223,8 @@ pub(crate) mod tests {
             judges: Default::default(),
             model_prefixes: Default::default(),
             dataset: "d.jsonl".into(),
+            target: None,
+            target_model: None,
         }
     }
 

@@ -12,6 +12,7 @@ use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_dataset::Format;
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::spec::RunSpec;
+use evalfleet_suites::target::{Secrets, TargetPlan};
 
 use crate::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
 
@@ -27,6 +28,8 @@ pub enum SubmitError {
         existing: String,
         wanted: String,
     },
+    #[error("{0}")]
+    Target(String),
 }
 
 pub struct SubmitRequest {
@@ -86,11 +89,17 @@ where
             !store.register(&meta, &req.spec).await?
         }
     };
-    let validator = Validator::new(Evaluator::new(
+    let mut validator = Validator::new(Evaluator::new(
         Arc::new(suite.clone()),
         req.spec.model_prefixes.clone(),
         req.dataset.parent().map(Path::to_path_buf),
     ));
+    if let Some(target) = &req.spec.target {
+        // The submitter checks records only: `${VAR}` stays for the workers to resolve.
+        let plan =
+            TargetPlan::compile(target.clone(), Secrets::Keep).map_err(SubmitError::Target)?;
+        validator = validator.with_target(Arc::new(plan));
+    }
     let options = ProduceOptions { resume: resumed };
     let reader = open_dataset(
         &req.dataset,

@@ -22,14 +22,14 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The run's target, or None; bad input (exit 2) when it cannot be built: an unknown
-    /// target or provider, an unset key or `${VAR}`, a suite or judge mode it does not support.
-    pub fn build(
+    /// The target `--target` names, checked against the suite and the judge mode; None without
+    /// `--target`. Bad input (exit 2) when it cannot be used.
+    pub fn find(
         &self,
         config: &Config,
         suite: &Suite,
         judge: JudgeMode,
-    ) -> anyhow::Result<Option<RunTarget>> {
+    ) -> anyhow::Result<Option<Target>> {
         let Some(name) = &self.target else {
             return Ok(None);
         };
@@ -54,6 +54,20 @@ impl TargetArgs {
             ))
             .into());
         }
+        Ok(Some(target))
+    }
+
+    /// The run's target, ready to call from this process (`run`): its provider, key and
+    /// `${VAR}`s read now, so that a missing one stops the run before any call.
+    pub fn build(
+        &self,
+        config: &Config,
+        suite: &Suite,
+        judge: JudgeMode,
+    ) -> anyhow::Result<Option<RunTarget>> {
+        let Some(target) = self.find(config, suite, judge)? else {
+            return Ok(None);
+        };
         let env = |name: &str| std::env::var(name).ok();
         let built = RunTarget::new(TargetParts {
             target,

@@ -24,6 +24,7 @@ use evalfleet_contract::store::{ResultStore, StoreError};
 use crate::consume::{run_consumers, Resolution, Runs};
 use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
 use crate::judge::{build_judge, Judge, LiveJudge, LiveParts};
+use crate::target::{RunTarget, TargetParts};
 use crate::{Pipeline, WorkerError, WorkerStats};
 use tokio_util::sync::CancellationToken;
 
@@ -189,7 +190,24 @@ impl<D: RunRegistry> FleetRuns<D> {
         };
         let judge =
             build_judge(spec.judge, &spec.judges, &self.live).map_err(WorkerError::Stopped)?;
-        let pipeline = Arc::new(Pipeline::new(Arc::new(spec.suite.clone()), judge));
+        let mut pipeline = Pipeline::new(Arc::new(spec.suite.clone()), judge);
+        if let Some(target) = &spec.target {
+            // This worker's own environment supplies the keys and `${VAR}`s: a worker that
+            // lacks one stops, as it does for a judge's key.
+            let env = |name: &str| std::env::var(name).ok();
+            let target = RunTarget::new(TargetParts {
+                target: target.clone(),
+                model: spec.target_model.clone(),
+                providers: &spec.judges.providers,
+                retry: &spec.judges.retry,
+                prices: &spec.judges.prices,
+                rules: spec.model_prefixes.clone(),
+                env: &env,
+            })
+            .map_err(WorkerError::Stopped)?;
+            pipeline = pipeline.with_target(target);
+        }
+        let pipeline = Arc::new(pipeline);
         let ctx = Arc::new(RunContext {
             pipeline,
             state: Mutex::new((RunStatus::Running, Instant::now() - STATE_TTL)),

@@ -445,7 +445,9 @@ mod tests {
         assert_eq!(serde_json::from_str::<Message>(&wire).unwrap(), record);
         let mut both = example.clone();
         both["record"] = serde_json::json!({"id": "q1", "record": {}});
-        let err = serde_json::from_value::<Message>(both).unwrap_err().to_string();
+        let err = serde_json::from_value::<Message>(both)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not both"), "{err}");
         let mut neither = example;
         neither.as_object_mut().unwrap().remove("example");

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::suite::Suite;
-use evalfleet_config::JudgeConfig;
+use evalfleet_config::{JudgeConfig, Target};
 use evalfleet_model::routing::ProviderRules;
 
 /// Which judge scores the examples. Typed from the command line to every worker: the spec
@@ -58,6 +58,13 @@ pub struct RunSpec {
     pub model_prefixes: ProviderRules,
     /// The dataset as the submitter named it (for reports).
     pub dataset: String,
+    /// A target run: the target as its file wrote it, `${VAR}` unresolved (each worker reads
+    /// them from its own environment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    /// `--target-model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_model: Option<String>,
 }
 
 #[cfg(test)]

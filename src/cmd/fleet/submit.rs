@@ -34,6 +34,8 @@ pub struct SubmitArgs {
     pub wait: bool,
     #[command(flatten)]
     pub judges: crate::cmd::judge::JudgeArgs,
+    #[command(flatten)]
+    pub target: crate::cmd::target::TargetArgs,
     /// Print the judge calls, tokens and cost, and exit: nothing is published.
     #[arg(long)]
     pub estimate: bool,
@@ -55,6 +57,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     if args.estimate {
         return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
+    let target = args.target.find(&config, &suite, args.judges.judge)?;
     let run_id = args
         .run_id
         .clone()
@@ -65,6 +68,8 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         judges: config.judges.clone(),
         model_prefixes: config.model_prefixes.clone(),
         dataset: args.dataset.display().to_string(),
+        target,
+        target_model: args.target.target_model.clone(),
     };
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;

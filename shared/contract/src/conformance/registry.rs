@@ -31,6 +31,8 @@ pub fn run_spec() -> RunSpec {
         judges: Default::default(),
         model_prefixes: Default::default(),
         dataset: "d.jsonl".into(),
+        target: None,
+        target_model: None,
     }
 }
 
