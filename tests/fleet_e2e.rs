@@ -15,6 +15,9 @@ fn comparable(mut report: Value) -> Value {
     for key in ["started_at", "finished_at", "duration_seconds", "dataset"] {
         report["run"].as_object_mut().map(|r| r.remove(key));
     }
+    report["target"]
+        .as_object_mut()
+        .map(|t| t.remove("latency_ms"));
     for list in ["results", "items"] {
         if let Some(items) = report[list].as_array_mut() {
             for item in items {

@@ -132,6 +132,22 @@ fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
     }
     let answer = items(&report)[0]["outputs"]["response"].as_str().unwrap();
     assert!(answer.contains("connection"), "on topic: {answer}");
+    // The target's own figures, apart from the judges'.
+    let target = &report["target"];
+    assert_eq!(
+        (target["name"].as_str(), target["calls"].as_u64()),
+        (Some("bot"), Some(2))
+    );
+    assert!(
+        target["latency_ms"]["p95"].as_f64().unwrap() > 0.0,
+        "{target}"
+    );
+    assert!(target["tokens_out"].as_u64().unwrap() > 0);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| Target bot | 2 answers in 2 attempts; latency p50 "),
+        "{summary}"
+    );
 }
 
 #[test]

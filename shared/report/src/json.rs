@@ -65,6 +65,10 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     w.json(&aggregates(suite, agg))?;
     w.put(",\"judge\":")?;
     w.json(&judge_block(info, agg))?;
+    if let Some(target) = &agg.target {
+        w.put(",\"target\":")?;
+        w.json(&target.summary())?;
+    }
     w.put(",\"recommendations\":")?;
     w.json(&recommendations(suite, agg))?;
     w.put(",\"config\":")?;

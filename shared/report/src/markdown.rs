@@ -94,6 +94,21 @@ fn overall(out: &mut String, input: &ReportInput<'_>) {
             agg.judge_calls, agg.cache_hits
         ));
     }
+    if let Some(t) = agg.target.as_ref().map(|t| t.summary()) {
+        let l = &t.latency_ms;
+        out.push_str(&format!(
+            "| Target {} | {} answers in {} attempts; latency p50 {} / p95 {} / p99 {} ms; tokens {} in, {} out; {:.4} USD |\n",
+            t.name,
+            t.calls,
+            t.attempts,
+            num(l.p50),
+            num(l.p95),
+            num(l.p99),
+            t.tokens_in,
+            t.tokens_out,
+            t.cost_usd
+        ));
+    }
     for (dim, a) in agg.dimensions().iter().zip(&agg.all.agreement) {
         if let Some(s) = a.as_ref().map(|a| a.summary()) {
             let stat = if s.judges == 2 {

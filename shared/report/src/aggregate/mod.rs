@@ -4,6 +4,7 @@
 
 mod agreement;
 mod group;
+mod target;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 pub use agreement::{Agreement, AgreementSummary};
 pub use group::{GroupAcc, Hist, Shape};
+pub use target::{Latency, TargetAcc, TargetSummary};
 
 use evalfleet_model::record::{Outcome, ResultRecord, Usage};
 use evalfleet_model::stats::Stats;
@@ -82,6 +84,8 @@ pub struct RunAggregator {
     /// Judge calls made (retries and re-asks included) and judge answers taken from the cache.
     pub judge_calls: u64,
     pub cache_hits: u64,
+    /// A target run: its calls to the system under test.
+    pub target: Option<TargetAcc>,
 }
 
 impl RunAggregator {
@@ -113,6 +117,7 @@ impl RunAggregator {
             system_latency_ms: Stats::default(),
             judge_calls: 0,
             cache_hits: 0,
+            target: None,
         }
     }
 
@@ -134,6 +139,11 @@ impl RunAggregator {
                 self.totals.skipped += 1;
                 return;
             }
+        }
+        if let Some(call) = &rec.target {
+            self.target
+                .get_or_insert_with(|| TargetAcc::new(&call.name))
+                .observe(call);
         }
         self.usage.add(&rec.usage);
         if let Some(ms) = rec
