@@ -439,6 +439,9 @@ WORKER = {
     "evalfleet_batches", "evalfleet_batches_finished_total", "evalfleet_batch_requests",
     "evalfleet_batch_turnaround_seconds", "evalfleet_batch_oldest_running_timestamp_seconds",
     "evalfleet_batch_request_errors_total",
+    # Target runs (--target).
+    "evalfleet_target_requests_total", "evalfleet_target_duration_seconds",
+    "evalfleet_target_tokens_total", "evalfleet_target_cost_usd_total",
 }
 AGGREGATOR = {
     "evalfleet_run_examples", "evalfleet_run_records", "evalfleet_run_progress_ratio",
@@ -448,7 +451,7 @@ AGGREGATOR = {
 PROCESS = {"process_resident_memory_bytes", "process_virtual_memory_bytes", "process_cpu_seconds_total",
            "process_open_fds", "process_max_fds", "process_start_time_seconds", "process_threads"}
 HISTOGRAMS = {"evalfleet_example_duration_seconds", "evalfleet_judge_request_duration_seconds",
-              "evalfleet_batch_turnaround_seconds"}
+              "evalfleet_batch_turnaround_seconds", "evalfleet_target_duration_seconds"}
 SYNTHETIC = {"up"}
 allowed = WORKER | AGGREGATOR | PROCESS | SYNTHETIC
 allowed |= {h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")}

@@ -49,6 +49,10 @@ pub struct WorkerMetrics {
     pub batch_request_errors: IntCounterVec,
     pub redelivered: IntCounter,
     pub dead_lettered: IntCounter,
+    pub target_requests: IntCounterVec,
+    pub target_duration: HistogramVec,
+    pub target_tokens: IntCounterVec,
+    pub target_cost: CounterVec,
 }
 
 fn build() -> prometheus::Result<WorkerMetrics> {
@@ -141,6 +145,28 @@ fn build() -> prometheus::Result<WorkerMetrics> {
             "evalfleet_messages_dead_lettered_total",
             "Messages this worker rejected to the dead-letter queue.",
         )?,
+        target_requests: r.int_counter_vec(
+            "evalfleet_target_requests_total",
+            "Requests to the system under test, by target and status (HTTP code, timeout or \
+             error); each attempt counts.",
+            &["target", "status"],
+        )?,
+        target_duration: r.histogram_vec(
+            "evalfleet_target_duration_seconds",
+            "Time to get one example's outputs from the target, retries included.",
+            &LLM_BUCKETS,
+            &["target"],
+        )?,
+        target_tokens: r.int_counter_vec(
+            "evalfleet_target_tokens_total",
+            "Tokens a chat target's provider billed, by direction (input, output).",
+            &["target", "direction"],
+        )?,
+        target_cost: r.counter_vec(
+            "evalfleet_target_cost_usd_total",
+            "What the target's calls cost (USD).",
+            &["target"],
+        )?,
         registry: r.finish(),
     })
 }
@@ -170,6 +196,17 @@ pub const RETRY_REASONS: [&str; 6] = [
 pub const TOKEN_KINDS: [&str; 2] = ["input", "output"];
 
 impl WorkerMetrics {
+    /// Creates, at 0, a target's series: its requests answered 200, its latency, tokens and
+    /// cost (other statuses appear when they happen).
+    pub fn init_target(&self, target: &str) {
+        self.target_requests.with_label_values(&[target, "200"]);
+        self.target_duration.with_label_values(&[target]);
+        for direction in TOKEN_KINDS {
+            self.target_tokens.with_label_values(&[target, direction]);
+        }
+        self.target_cost.with_label_values(&[target]);
+    }
+
     /// Creates, at 0, the labelled series whose label values are known before the first
     /// example: examples processed per suite and outcome, and per configured judge provider
     /// (with the model `judge_models` gives it) its requests by the known statuses, latency,

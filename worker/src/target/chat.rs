@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::TargetFailure;
 use crate::judge::provider::{CallError, GenerateRequest, ProviderClient, TokenUsage};
 use crate::judge::retry_schedule;
+use crate::metrics::metrics;
 
 /// A chat target, ready to call.
 pub struct ChatTarget {
@@ -81,9 +82,27 @@ impl ChatTarget {
         };
         let attempts = AtomicU32::new(0);
         let started = Instant::now();
-        let reply = (|| {
+        let reply = (|| async {
             attempts.fetch_add(1, Ordering::Relaxed);
-            self.client.generate(&request)
+            let reply = self.client.generate(&request).await;
+            let status = match &reply {
+                Ok((completion, _)) => completion.status.to_string(),
+                Err(e) => e.status().map_or_else(
+                    || {
+                        if matches!(e, CallError::Timeout(_)) {
+                            "timeout".into()
+                        } else {
+                            "error".into()
+                        }
+                    },
+                    |s| s.to_string(),
+                ),
+            };
+            metrics()
+                .target_requests
+                .with_label_values(&[&name, &status])
+                .inc();
+            reply
         })
         .retry(retry_schedule(&self.retry))
         .when(CallError::retryable)

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::judge::provider::retry_after;
 use crate::judge::retry_schedule;
+use crate::metrics::metrics;
 
 /// An http target, ready to call.
 pub struct HttpTarget {
@@ -111,11 +112,16 @@ impl HttpTarget {
                 builder = builder.json(&request.body);
             }
             // The URL may hold a secret: errors are told without it.
-            let response = builder
-                .send()
-                .await
-                .map_err(|e| Attempt::Transport(transport(&e)))?;
+            let requests = &metrics().target_requests;
+            let response = builder.send().await.map_err(|e| {
+                let label = if e.is_timeout() { "timeout" } else { "error" };
+                requests.with_label_values(&[&name, label]).inc();
+                Attempt::Transport(transport(&e))
+            })?;
             let status = response.status().as_u16();
+            requests
+                .with_label_values(&[&name, &status.to_string()])
+                .inc();
             if !(200..300).contains(&status) {
                 let wait = retry_after(response.headers());
                 return Err(Attempt::Status { status, wait });

@@ -13,6 +13,7 @@ use evalfleet_suites::target::{PendingRecord, Reply, Secrets, TargetPlan};
 use serde_json::{Map, Value};
 
 use super::{ChatTarget, HttpTarget};
+use crate::metrics::metrics;
 
 /// How a run's target is called.
 enum Caller {
@@ -95,6 +96,7 @@ impl RunTarget {
             }
             Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone())?),
         };
+        metrics().init_target(plan.name());
         Ok(RunTarget {
             plan,
             caller,
@@ -168,6 +170,19 @@ impl RunTarget {
                 (Reply::Http(called.reply), call)
             }
         };
+        let m = metrics();
+        m.target_duration
+            .with_label_values(&[&name])
+            .observe(call.latency_ms / 1000.0);
+        m.target_tokens
+            .with_label_values(&[&name, "input"])
+            .inc_by(call.tokens_in);
+        m.target_tokens
+            .with_label_values(&[&name, "output"])
+            .inc_by(call.tokens_out);
+        m.target_cost
+            .with_label_values(&[&name])
+            .inc_by(call.cost_usd);
         let failed = |reason: String| NotGenerated {
             reason,
             call: Some(call.clone()),

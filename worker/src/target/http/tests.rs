@@ -62,6 +62,14 @@ async fn a_429_is_retried_no_sooner_than_its_retry_after() {
     let started = Instant::now();
     let err = target(&base, "").call(&record("SoS")).await.unwrap_err();
     assert_eq!(err.to_string(), "target demo: HTTP 429 after 2 attempts");
+    let answered = crate::metrics::metrics()
+        .target_requests
+        .with_label_values(&["demo", "429"])
+        .get();
+    assert!(
+        answered >= 2,
+        "each attempt is counted by status: {answered}"
+    );
     assert!(
         started.elapsed() >= Duration::from_millis(1_000),
         "waited {:?}",
