@@ -5,11 +5,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use common::fake::{FakeServer, LiveConfig, KEY_ENV};
-use common::{check_consistent, items, root, run_with_timeout, tempdir, Output};
+use common::{check_consistent, evalfleet_with_env, items, root, tempdir, Output};
 use evalfleet_fake_provider::FakeProviderArgs;
 use serde_json::{json, Value};
 
@@ -22,25 +20,12 @@ fn run(
     out: &Path,
     env: &[(&str, &str)],
 ) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_evalfleet"));
-    cmd.current_dir(root()).env_remove("RUST_LOG");
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("EVALFLEET_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.arg("run")
-        .arg(dataset)
-        .args(["--suite", suite, "--target"])
-        .arg(target)
-        .arg("--config")
-        .arg(config)
-        .arg("--out")
-        .arg(out);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    run_with_timeout(cmd, Duration::from_secs(120))
+    let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
+    let (dataset, target, config, out) = (path(dataset), path(target), path(config), path(out));
+    let args = [
+        "run", &dataset, "--suite", suite, "--target", &target, "--config", &config, "--out", &out,
+    ];
+    evalfleet_with_env(&args, env)
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

@@ -109,6 +109,11 @@ pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
 /// Runs `evalfleet ARGS` from the crate root with no `EVALFLEET_*` overrides from the caller's
 /// environment, within two minutes.
 pub fn evalfleet(args: &[&str]) -> Output {
+    evalfleet_with_env(args, &[])
+}
+
+/// [`evalfleet`] with these environment variables set.
+pub fn evalfleet_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_evalfleet"));
     cmd.args(args).current_dir(root()).env_remove("RUST_LOG");
     for (key, _) in std::env::vars_os() {
@@ -116,6 +121,7 @@ pub fn evalfleet(args: &[&str]) -> Output {
             cmd.env_remove(key);
         }
     }
+    cmd.envs(env.iter().copied());
     run_with_timeout(cmd, Duration::from_secs(120))
 }
 
