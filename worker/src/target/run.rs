@@ -13,6 +13,7 @@ use evalfleet_suites::target::{PendingRecord, Reply, Secrets, TargetPlan};
 use serde_json::{Map, Value};
 
 use super::{ChatTarget, HttpTarget};
+use crate::judge::accounting::Accounting;
 use crate::metrics::metrics;
 
 /// How a run's target is called.
@@ -29,8 +30,8 @@ pub struct RunTarget {
     model: Option<String>,
     /// What the completed record is validated with.
     rules: ProviderRules,
-    /// Chat targets' cost per model.
-    prices: BTreeMap<String, Price>,
+    /// Chat targets' cost per model (the judges' prices table).
+    accounting: Accounting,
 }
 
 /// An example the target completed.
@@ -102,7 +103,7 @@ impl RunTarget {
             caller,
             model: parts.model,
             rules: parts.rules,
-            prices: parts.prices.clone(),
+            accounting: Accounting::new(parts.prices.clone(), None),
         })
     }
 
@@ -132,11 +133,11 @@ impl RunTarget {
                         reason: e.to_string(),
                         call: None,
                     })?;
-                let cost = self.prices.get(&generated.model).map_or(0.0, |p| {
-                    (generated.usage.input as f64 * p.input_per_mtok
-                        + generated.usage.output as f64 * p.output_per_mtok)
-                        / 1e6
-                });
+                let cost = self.accounting.cost(
+                    &generated.model,
+                    generated.usage.input,
+                    generated.usage.output,
+                );
                 let call = TargetCall {
                     name: name.clone(),
                     latency_ms: generated.latency_ms,
