@@ -63,6 +63,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let mut config = config;
     args.judges.apply(&mut config);
     if args.estimate {
+        args.target.refuse_estimate()?;
         return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));

@@ -22,6 +22,18 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
+    /// `--estimate` counts judge calls on recorded outputs; with a target the outputs do not
+    /// exist yet, so an estimate would be wrong: refused until it counts target calls too.
+    pub fn refuse_estimate(&self) -> anyhow::Result<()> {
+        match &self.target {
+            Some(_) => Err(BadInput(
+                "--estimate with --target is not supported yet: the outputs it would judge do not exist before the target answers".into(),
+            )
+            .into()),
+            None => Ok(()),
+        }
+    }
+
     /// The target `--target` names, checked against the suite and the judge mode; None without
     /// `--target`. Bad input (exit 2) when it cannot be used.
     pub fn find(

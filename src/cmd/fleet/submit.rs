@@ -55,6 +55,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     args.judges.apply(&mut config);
     let bytes = crate::cmd::dataset_len(&args.dataset)?;
     if args.estimate {
+        args.target.refuse_estimate()?;
         return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
     let target = args.target.find(&config, &suite, args.judges.judge)?;
