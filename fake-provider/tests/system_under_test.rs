@@ -52,19 +52,16 @@ async fn a_prompt_that_is_not_a_judges_gets_an_answer() {
 #[tokio::test]
 async fn the_demo_agent_answers_with_a_trace_and_fails_as_configured() {
     let fake = start(plain()).await;
-    let ask = |body: Value| {
-        let http = fake.http.clone();
-        let url = format!("{}/agent", fake.base);
-        async move { http.post(url).json(&body).send().await.unwrap() }
-    };
-    let reply = ask(json!({"question": "SoS(Share of Shelf)란 무엇인가요?"})).await;
+    let reply = fake
+        .agent(&json!({"question": "SoS(Share of Shelf)란 무엇인가요?"}))
+        .await;
     assert_eq!(reply.status(), 200);
     let body: Value = reply.json().await.unwrap();
     assert_eq!(
         body["data"]["trace"]["retrieved_chunk_ids"],
         json!(["metric_guide_sos_01"])
     );
-    assert_eq!(ask(json!({"nothing": 1})).await.status(), 400);
+    assert_eq!(fake.agent(&json!({"nothing": 1})).await.status(), 400);
 
     let limited = start(FakeProviderArgs {
         fault_429: 1.0,
@@ -72,13 +69,7 @@ async fn the_demo_agent_answers_with_a_trace_and_fails_as_configured() {
         ..plain()
     })
     .await;
-    let reply = limited
-        .http
-        .post(format!("{}/agent", limited.base))
-        .json(&json!({"query": "SoS"}))
-        .send()
-        .await
-        .unwrap();
+    let reply = limited.agent(&json!({"query": "SoS"})).await;
     assert_eq!(reply.status(), 429);
     assert_eq!(reply.headers()["retry-after"], "2");
     let failing = start(FakeProviderArgs {
@@ -86,12 +77,5 @@ async fn the_demo_agent_answers_with_a_trace_and_fails_as_configured() {
         ..plain()
     })
     .await;
-    let reply = failing
-        .http
-        .post(format!("{}/agent", failing.base))
-        .json(&json!({"query": "SoS"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(reply.status(), 500);
+    assert_eq!(failing.agent(&json!({"query": "SoS"})).await.status(), 500);
 }

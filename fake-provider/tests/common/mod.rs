@@ -97,6 +97,16 @@ impl Fake {
         req.send().await.expect("anthropic request")
     }
 
+    /// `POST /agent` (the demo agent) with `body`.
+    pub async fn agent(&self, body: &Value) -> reqwest::Response {
+        self.http
+            .post(format!("{}/agent", self.base))
+            .json(body)
+            .send()
+            .await
+            .expect("agent request")
+    }
+
     pub async fn get_json(&self, path: &str) -> Value {
         let resp = self.http.get(format!("{}{path}", self.base)).send().await;
         resp.expect("get").json().await.expect("json")

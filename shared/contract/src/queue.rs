@@ -397,13 +397,19 @@ mod tests {
         queue.inner.tx.is_closed()
     }
 
+    /// A queue whose producer published one message and is done, and that message's delivery.
+    async fn one_delivery() -> (InProcessQueue, InProcessDelivery) {
+        let queue = InProcessQueue::new(8, 1);
+        queue.publish(vec![message("r", 0)]).await.unwrap();
+        queue.finish_publishing();
+        let delivery = queue.next().await.unwrap().expect("the message");
+        (queue, delivery)
+    }
+
     #[test]
     fn a_held_message_keeps_the_queue_open_until_it_is_published_again() {
         block_on(async {
-            let queue = InProcessQueue::new(8, 1);
-            queue.publish(vec![message("r", 0)]).await.unwrap();
-            queue.finish_publishing();
-            let delivery = queue.next().await.unwrap().expect("the message");
+            let (queue, delivery) = one_delivery().await;
             // Parked for its batches: held, then acked.
             queue.hold(delivery.message());
             queue.hold(delivery.message());
@@ -457,10 +463,7 @@ mod tests {
     #[test]
     fn a_message_let_go_lets_the_queue_close() {
         block_on(async {
-            let queue = InProcessQueue::new(8, 1);
-            queue.publish(vec![message("r", 0)]).await.unwrap();
-            queue.finish_publishing();
-            let delivery = queue.next().await.unwrap().expect("the message");
+            let (queue, delivery) = one_delivery().await;
             queue.hold(delivery.message());
             queue.unhold(delivery.message());
             assert!(!closed(&queue), "its delivery is still unsettled");
