@@ -98,6 +98,20 @@ fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 2, "{}", report["totals"]);
     assert_eq!(report["totals"]["skipped"], 1);
+    // A recorded field the target fills: replaced, and said once.
+    assert_eq!(
+        exit.stdout
+            .matches("already held fields the target fills")
+            .count(),
+        1,
+        "{}",
+        exit.stdout
+    );
+    assert!(
+        exit.stdout.contains("note: 1 record already held fields the target fills (response); the target's outputs replaced them"),
+        "{}",
+        exit.stdout
+    );
     assert_eq!(
         report["skipped"][0]["reason"],
         "target bot: the record has no 'ticket', which its templates use"
@@ -239,4 +253,92 @@ fn a_secret_reaches_the_target_and_nothing_else() {
         "{}",
         missing.stderr
     );
+}
+
+#[test]
+fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    let target = write(
+        dir.path(),
+        "bot.yaml",
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\noutput: response\nmodel_field: model\n\
+         set: {prompt_version: \"v1\"}\n",
+    );
+    let tickets: Vec<Value> = (0..6)
+        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Printer {i} jams on page two")}))
+        .collect();
+    let data = write(dir.path(), "tickets.jsonl", &jsonl(&tickets));
+    let out = dir.path().join("out");
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
+    let models = ["gpt-4o-mini", "gpt-4o"];
+    let args = [
+        "run",
+        &data,
+        "--target",
+        &target,
+        "--target-model",
+        models[0],
+        "--target-model",
+        models[1],
+        "--run-id",
+        "cmp",
+        "--config",
+        &config,
+        "--out",
+        &out_s,
+    ];
+    let exit = evalfleet_with_env(&args, &[(KEY_ENV, &fake.key)]);
+    for model in models {
+        let run = out.join(format!("bot-{model}"));
+        let report = check_consistent(&run, &exit).json;
+        assert_eq!(report["run"]["id"], format!("cmp-bot-{model}"));
+        assert_eq!(report["totals"]["ok"], 6, "{}", report["totals"]);
+        for item in items(&report) {
+            assert_eq!(item["model"], model, "{item}");
+        }
+    }
+    // The second run compared with the first, as `compare` does; the first has no comparison.
+    let compare: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("bot-gpt-4o/compare/compare.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        compare["base"]["run_id"], "cmp-bot-gpt-4o-mini",
+        "{compare}"
+    );
+    assert_eq!(compare["new"]["run_id"], "cmp-bot-gpt-4o");
+    assert!(!out.join("bot-gpt-4o-mini/compare").exists());
+    assert!(exit.stdout.contains("compare: "), "{}", exit.stdout);
+
+    // Runs that would share a name, and models that do not pair with the targets: exit 2.
+    let copy = dir.path().join("copy.yaml");
+    std::fs::copy(&target, &copy).unwrap();
+    let copy = path(&copy);
+    for (extra, says) in [
+        (vec!["--target", &target], "is given twice"),
+        (vec!["--target", &copy], "would both be named 'bot'"),
+        (
+            vec![
+                "--target",
+                &target,
+                "--target-model",
+                "a",
+                "--target-model",
+                "b",
+                "--target-model",
+                "c",
+            ],
+            "--target-model given 3 times for 2 targets",
+        ),
+    ] {
+        let mut args = vec!["run", &data, "--target", &target, "--config", &config];
+        args.extend(extra);
+        let exit = evalfleet_with_env(&args, &[(KEY_ENV, &fake.key)]);
+        assert_eq!(exit.code, Some(2), "{}", exit.stderr);
+        assert!(exit.stderr.contains(says), "{}", exit.stderr);
+    }
 }

@@ -48,6 +48,10 @@ pub struct Progress {
     pub skipped: AtomicU64,
     /// The first [`SHOWN_SKIPPED`] skipped records, as `line 3 (id): reason`.
     pub first_skipped: std::sync::Mutex<Vec<String>>,
+    /// Records that already hold fields the run's target fills, and those fields: the target's
+    /// outputs replace them, and the run says so once ([`Progress::replaced_summary`]).
+    pub replaced: AtomicU64,
+    pub replaced_fields: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Progress {
@@ -63,6 +67,28 @@ impl Progress {
                 first.push(format!("{position}{id}: {reason}"));
             }
         }
+    }
+
+    fn replaced(&self, fields: &[String]) {
+        self.replaced.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut known) = self.replaced_fields.lock() {
+            known.extend(fields.iter().cloned());
+        }
+    }
+
+    /// The one note about records whose fields the target replaced, if any.
+    pub fn replaced_summary(&self) -> Option<String> {
+        let n = self.replaced.load(Ordering::Relaxed);
+        let fields = self.replaced_fields.lock().ok()?;
+        if n == 0 {
+            return None;
+        }
+        let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+        Some(format!(
+            "  note: {n} record{} already held fields the target fills ({}); the target's outputs replaced them",
+            if n == 1 { "" } else { "s" },
+            fields.join(", ")
+        ))
     }
 
     /// What to print about skipped records when a command ends: how many, the first few, and
@@ -155,6 +181,11 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
                     position,
                     work,
                 } => {
+                    if let Work::Generate(pending) = &work {
+                        if !pending.replaced.is_empty() {
+                            progress.replaced(&pending.replaced);
+                        }
+                    }
                     out.push(Message {
                         v: Message::VERSION,
                         run_id: run_id.to_owned(),

@@ -9,13 +9,17 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::Args;
 use evalfleet_aggregator::write_reports;
+use evalfleet_config::Config;
 use evalfleet_dataset::Format;
 use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
+use evalfleet_suites::suite::Suite;
 use evalfleet_worker::judge::cache::InMemoryCache;
+use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{build_judge, Judge, LiveParts, WorkerStats};
 
+use super::target::{FoundTarget, TargetChoice};
 use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
 
@@ -58,17 +62,120 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
-    let (config, suite) = super::config_and_suite(config, &args.suite)?;
-    let dataset_bytes = super::dataset_len(&args.dataset)?;
-    let mut config = config;
+    let (mut config, suite) = super::config_and_suite(config, &args.suite)?;
     args.judges.apply(&mut config);
     if args.estimate {
         args.target.refuse_estimate()?;
         return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
+    let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
+    let choices = args.target.choices()?;
+    if choices.len() < 2 {
+        let target = choices
+            .first()
+            .map(|c| c.build(c.find(&config, &suite, args.judges.judge)?, &config))
+            .transpose()?;
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| config.reports_dir.join(&run_id));
+        let own = run_one(&args, &config, suite, target, &run_id, &out)?;
+        return match &args.baseline {
+            Some(baseline) => {
+                let compared = super::compare::against_baseline(
+                    baseline,
+                    &out.join("report.json"),
+                    &out.join("compare"),
+                    args.gate,
+                    &config.reports_dir,
+                )?;
+                Ok(own.worst(compared))
+            }
+            None => Ok(own),
+        };
+    }
+    several_targets(&args, &config, suite, &choices, &run_id)
+}
+
+/// `--target a --target b`: the dataset run once per target (run ids `<run_id>-<label>`,
+/// reports in `<out>/<label>` or `<reports_dir>/<run_id>-<label>`), then each run compared with
+/// the first into its `compare/`, as `compare` does. Every target is found and built before the
+/// first call, so a missing key or variable stops them all.
+fn several_targets(
+    args: &RunArgs,
+    config: &Config,
+    suite: Suite,
+    choices: &[TargetChoice],
+    run_id: &str,
+) -> anyhow::Result<Exit> {
+    if args.baseline.is_some() {
+        return Err(BadInput(
+            "--baseline with several --target: each run is compared with the first target's; run `evalfleet compare` for a baseline".into(),
+        )
+        .into());
+    }
+    let found = choices
+        .iter()
+        .map(|c| {
+            let target = c.find(config, &suite, args.judges.judge)?;
+            Ok(FoundTarget {
+                choice: c.clone(),
+                target,
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let labels = super::target::run_labels(&found)?;
+    let mut targets = found
+        .into_iter()
+        .map(|f| f.choice.build(f.target, config))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut exit = Exit::Success;
+    let mut first: Option<PathBuf> = None;
+    for (label, target) in labels.iter().zip(targets.drain(..)) {
+        let id = format!("{run_id}-{label}");
+        let out = match &args.out {
+            Some(out) => out.join(label),
+            None => config.reports_dir.join(&id),
+        };
+        exit = exit.worst(run_one(
+            args,
+            config,
+            suite.clone(),
+            Some(target),
+            &id,
+            &out,
+        )?);
+        let report = out.join("report.json");
+        match &first {
+            None => first = Some(report),
+            Some(base) => {
+                println!("{id} against {}:", base.display());
+                let compared = super::compare::against_baseline(
+                    &base.display().to_string(),
+                    &report,
+                    &out.join("compare"),
+                    args.gate,
+                    &config.reports_dir,
+                )?;
+                exit = exit.worst(compared);
+            }
+        }
+    }
+    Ok(exit)
+}
+
+/// One run of the dataset (with `target`, when given) into `out`; its exit by the run gates.
+fn run_one(
+    args: &RunArgs,
+    config: &Config,
+    suite: Suite,
+    target: Option<RunTarget>,
+    run_id: &str,
+    out: &Path,
+) -> anyhow::Result<Exit> {
+    let dataset_bytes = super::dataset_len(&args.dataset)?;
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
     let judge = build_judge(args.judges.judge, &config.judges, &parts).map_err(BadInput)?;
-    let target = args.target.build(&config, &suite, args.judges.judge)?;
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
         // Offline judges are CPU-bound (one task per core); live ones and targets wait on the
@@ -81,11 +188,6 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| config.reports_dir.join(&run_id));
     let suite = Arc::new(suite);
     let started_at = jiff::Timestamp::now();
     let clock = Instant::now();
@@ -106,7 +208,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         }
         let progress = RunProgress::start(dataset_bytes, read.clone(), evaluated.clone());
         let finished = run_embedded(EmbeddedRun {
-            run_id: &run_id,
+            run_id,
             dataset: &args.dataset,
             read: suite.read_options(args.format),
             suite: suite.clone(),
@@ -131,7 +233,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .into());
     }
     let info = RunInfo {
-        id: run_id.clone(),
+        id: run_id.to_owned(),
         suite: suite.name.clone(),
         dataset: args.dataset.display().to_string(),
         judge: args.judges.judge,
@@ -145,10 +247,13 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         agg: &agg,
         items: store.as_ref(),
     };
-    let paths = write_reports(&out, &input)?;
+    let paths = write_reports(out, &input)?;
     print_summary(&input, &paths);
     if let Some(skipped) = read.skipped_summary(&format!("`skipped` of {}", paths[0].display())) {
         println!("{skipped}");
+    }
+    if let Some(replaced) = read.replaced_summary() {
+        println!("{replaced}");
     }
     if agg.all.total() == 0 {
         return Err(BadInput(format!(
@@ -159,24 +264,11 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         ))
         .into());
     }
-    let own = if input.gates_passed() {
+    Ok(if input.gates_passed() {
         Exit::Success
     } else {
         Exit::GatesFailed
-    };
-    match &args.baseline {
-        Some(baseline) => {
-            let compared = super::compare::against_baseline(
-                baseline,
-                &out.join("report.json"),
-                &out.join("compare"),
-                args.gate,
-                &config.reports_dir,
-            )?;
-            Ok(own.worst(compared))
-        }
-        None => Ok(own),
-    }
+    })
 }
 
 fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {

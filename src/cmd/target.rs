@@ -13,19 +13,66 @@ use crate::exit::BadInput;
 #[derive(Debug, Args, Default)]
 pub struct TargetArgs {
     /// Generate each record's outputs with this target first (a name in targets_dir, or a
-    /// target file), then evaluate the completed records.
+    /// target file), then evaluate the completed records. Repeat it to run the dataset once per
+    /// target and compare each run with the first.
     #[arg(long)]
-    pub target: Option<String>,
-    /// Override a chat target's model.
+    pub target: Vec<String>,
+    /// Override a chat target's model. Repeat it with one --target to compare models; with as
+    /// many --target as models, the n-th model is the n-th target's.
     #[arg(long, requires = "target")]
-    pub target_model: Option<String>,
+    pub target_model: Vec<String>,
+}
+
+/// One run's system under test: a `--target` and the model that overrides its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetChoice {
+    pub target: String,
+    pub model: Option<String>,
 }
 
 impl TargetArgs {
+    /// The runs `--target` and `--target-model` ask for: none without `--target`, else one per
+    /// target (each with the one model, or the n-th model) or, for one target, one per model.
+    pub fn choices(&self) -> anyhow::Result<Vec<TargetChoice>> {
+        let choice = |target: &String, model: Option<&String>| TargetChoice {
+            target: target.clone(),
+            model: model.cloned(),
+        };
+        let (targets, models) = (&self.target, &self.target_model);
+        let choices: Vec<TargetChoice> = match (targets.len(), models.len()) {
+            (_, 0) => targets.iter().map(|t| choice(t, None)).collect(),
+            (_, 1) => targets.iter().map(|t| choice(t, models.first())).collect(),
+            (1, _) => models.iter().map(|m| choice(&targets[0], Some(m))).collect(),
+            (t, m) if t == m => targets
+                .iter()
+                .zip(models)
+                .map(|(t, m)| choice(t, Some(m)))
+                .collect(),
+            (t, m) => {
+                return Err(BadInput(format!(
+                    "--target-model given {m} times for {t} targets: give it once (for every target), once per target, or several times with one --target"
+                ))
+                .into())
+            }
+        };
+        if let Some(twice) = first_repeat(&choices) {
+            return Err(BadInput(format!(
+                "--target {}{} is given twice",
+                twice.target,
+                twice
+                    .model
+                    .as_ref()
+                    .map_or(String::new(), |m| format!(" with --target-model {m}"))
+            ))
+            .into());
+        }
+        Ok(choices)
+    }
+
     /// `--estimate` counts judge calls on recorded outputs; with a target the outputs do not
     /// exist yet, so an estimate would be wrong: refused until it counts target calls too.
     pub fn refuse_estimate(&self) -> anyhow::Result<()> {
-        match &self.target {
+        match self.target.first() {
             Some(_) => Err(BadInput(
                 "--estimate with --target is not supported yet: the outputs it would judge do not exist before the target answers".into(),
             )
@@ -33,20 +80,14 @@ impl TargetArgs {
             None => Ok(()),
         }
     }
+}
 
-    /// The target `--target` names, checked against the suite and the judge mode; None without
-    /// `--target`. Bad input (exit 2) when it cannot be used.
-    pub fn find(
-        &self,
-        config: &Config,
-        suite: &Suite,
-        judge: JudgeMode,
-    ) -> anyhow::Result<Option<Target>> {
-        let Some(name) = &self.target else {
-            return Ok(None);
-        };
+impl TargetChoice {
+    /// The target this choice names, checked against the suite and the judge mode. Bad input
+    /// (exit 2) when it cannot be used.
+    pub fn find(&self, config: &Config, suite: &Suite, judge: JudgeMode) -> anyhow::Result<Target> {
         let target =
-            Target::find(name, &config.targets_dir).map_err(|e| BadInput(e.to_string()))?;
+            Target::find(&self.target, &config.targets_dir).map_err(|e| BadInput(e.to_string()))?;
         if suite.kind == SuiteKind::LogAnalysis {
             return Err(BadInput(
                 "--target: log-analysis suites cannot take a target yet (their records name scenario files)".into(),
@@ -59,31 +100,24 @@ impl TargetArgs {
             )
             .into());
         }
-        if let (Some(_), Target::Http(t)) = (&self.target_model, &target) {
+        if let (Some(_), Target::Http(t)) = (&self.model, &target) {
             return Err(BadInput(format!(
                 "--target-model: target {} is an http target, it has no model to override",
                 t.name
             ))
             .into());
         }
-        Ok(Some(target))
+        Ok(target)
     }
 
-    /// The run's target, ready to call from this process (`run`): its provider, key and
-    /// `${VAR}`s read now, so that a missing one stops the run before any call.
-    pub fn build(
-        &self,
-        config: &Config,
-        suite: &Suite,
-        judge: JudgeMode,
-    ) -> anyhow::Result<Option<RunTarget>> {
-        let Some(target) = self.find(config, suite, judge)? else {
-            return Ok(None);
-        };
+    /// `target` (what [`TargetChoice::find`] found) ready to call from this process (`run`):
+    /// its provider, key and `${VAR}`s read now, so that a missing one stops the run before any
+    /// call.
+    pub fn build(&self, target: Target, config: &Config) -> anyhow::Result<RunTarget> {
         let env = |name: &str| std::env::var(name).ok();
         let built = RunTarget::new(TargetParts {
             target,
-            model: self.target_model.clone(),
+            model: self.model.clone(),
             providers: &config.providers,
             retry: &config.judges.retry,
             prices: &config.judges.prices,
@@ -91,6 +125,54 @@ impl TargetArgs {
             env: &env,
         })
         .map_err(BadInput)?;
-        Ok(Some(built))
+        Ok(built)
     }
+}
+
+/// A `--target` found and checked: what one run generates with.
+pub struct FoundTarget {
+    pub choice: TargetChoice,
+    pub target: Target,
+}
+
+/// What each of several runs adds to the run id, `<run_id>-<label>`: the target's name, and
+/// its model when one target runs with several (characters a run id cannot hold become `-`).
+/// Bad input when two runs would share an id.
+pub fn run_labels(runs: &[FoundTarget]) -> anyhow::Result<Vec<String>> {
+    let models_vary = |name: &str| runs.iter().filter(|r| r.target.name() == name).count() > 1;
+    let labels: Vec<String> = runs
+        .iter()
+        .map(|FoundTarget { choice, target }| match &choice.model {
+            Some(model) if models_vary(target.name()) => format!("{}-{model}", target.name()),
+            _ => target.name().to_owned(),
+        })
+        .map(|label| {
+            label
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    if let Some(twice) = first_repeat(&labels) {
+        return Err(BadInput(format!(
+            "two of the --target runs would both be named '{twice}': give the targets different names"
+        ))
+        .into());
+    }
+    Ok(labels)
+}
+
+/// The first item that appeared before.
+fn first_repeat<T: PartialEq>(items: &[T]) -> Option<&T> {
+    items
+        .iter()
+        .enumerate()
+        .find(|(i, item)| items[..*i].contains(item))
+        .map(|(_, item)| item)
 }

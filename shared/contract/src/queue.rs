@@ -443,6 +443,7 @@ mod tests {
                     .as_object()
                     .unwrap()
                     .clone(),
+                replaced: Vec::new(),
             }),
             ..pending
         };

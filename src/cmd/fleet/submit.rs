@@ -13,8 +13,13 @@ use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
 use evalfleet_suites::spec::RunSpec;
 
+use evalfleet_config::Config;
+use evalfleet_fleet::amqp::AmqpQueue;
+use evalfleet_suites::suite::Suite;
+
 use super::Endpoints;
-use crate::exit::Exit;
+use crate::cmd::target::FoundTarget;
+use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
 
 #[derive(Args)]
@@ -53,96 +58,159 @@ pub struct SubmitArgs {
 pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = crate::cmd::config_and_suite(config, &args.suite)?;
     args.judges.apply(&mut config);
-    let bytes = crate::cmd::dataset_len(&args.dataset)?;
     if args.estimate {
         args.target.refuse_estimate()?;
         return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
     }
-    let target = args.target.find(&config, &suite, args.judges.judge)?;
     let run_id = args
         .run_id
         .clone()
         .unwrap_or_else(crate::cmd::run::new_run_id);
-    let spec = RunSpec {
-        suite,
-        judge: args.judges.judge,
-        judges: config.judges.clone(),
-        model_prefixes: config.model_prefixes.clone(),
-        dataset: args.dataset.display().to_string(),
-        target,
-        target_model: args.target.target_model.clone(),
-    };
+    let runs = runs_of(&args, &config, &suite, &run_id)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let queue = args.endpoints.connect_amqp(&config, 1).await?;
-        let progress = Arc::new(Progress::default());
-        let published = Arc::new(AtomicU64::new(0));
-        let bar = RunProgress::start(bytes, progress.clone(), published.clone());
-        let mirror = {
-            let (progress, published) = (progress.clone(), published.clone());
-            tokio::spawn(async move {
-                loop {
-                    published.store(
-                        progress.published.load(Ordering::Relaxed),
-                        Ordering::Relaxed,
-                    );
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            })
-        };
-        let req = SubmitRequest {
-            run_id: run_id.clone(),
-            dataset: args.dataset.clone(),
-            format: args.format,
-            spec,
-        };
-        let outcome = submit(&req, &queue, &store, progress.clone()).await;
-        mirror.abort();
-        bar.finish();
-        let outcome = outcome?;
-        println!("{run_id}");
-        eprintln!(
-            "{} run {run_id}: {} records, {} published, {} skipped",
-            if outcome.resumed {
-                "resumed"
-            } else {
-                "submitted"
-            },
-            outcome.records,
-            outcome.published,
-            outcome.skipped
-        );
-        let every = format!(
-            "`skipped` of the run's report.json, or run `evalfleet validate {} --suite {}`",
-            args.dataset.display(),
-            args.suite
-        );
-        if let Some(skipped) = progress.skipped_summary(&every) {
-            eprintln!("{skipped}");
+        for (id, target) in &runs {
+            let spec = RunSpec {
+                suite: suite.clone(),
+                judge: args.judges.judge,
+                judges: config.judges.clone(),
+                model_prefixes: config.model_prefixes.clone(),
+                dataset: args.dataset.display().to_string(),
+                target: target.as_ref().map(|f| f.target.clone()),
+                target_model: target.as_ref().and_then(|f| f.choice.model.clone()),
+            };
+            submit_one(&args, id, spec, &queue, &store).await?;
         }
         if !args.wait {
             return Ok(Exit::Success);
         }
-        let own = wait_for_report(&store, &run_id).await?;
-        let Some(baseline) = &args.baseline else {
-            return Ok(own);
+        let mut exit = Exit::Success;
+        for (id, _) in &runs {
+            exit = exit.worst(wait_for_report(&store, id).await?);
+        }
+        let report_of = |dir: Option<String>, id: &str| {
+            dir.map_or_else(|| config.reports_dir.join(id), PathBuf::from)
+                .join("report.json")
         };
-        let dir = store
-            .field(&run_id, "report_dir")
-            .await?
-            .map_or_else(|| config.reports_dir.join(&run_id), PathBuf::from);
-        let out = config
-            .reports_dir
-            .join(format!("compare-{}-{run_id}", baseline_name(baseline)));
-        let compared = crate::cmd::compare::against_baseline(
-            baseline,
-            &dir.join("report.json"),
-            &out,
-            args.gate,
-            &config.reports_dir,
-        )?;
-        Ok(own.worst(compared))
+        let (baseline, base_name) = match (&args.baseline, runs.first()) {
+            (Some(baseline), _) => (baseline.clone(), baseline_name(baseline)),
+            // Several targets: each later run against the first.
+            (None, Some((first, _))) if runs.len() > 1 => {
+                let dir = store.field(first, "report_dir").await?;
+                (report_of(dir, first).display().to_string(), first.clone())
+            }
+            _ => return Ok(exit),
+        };
+        let skip = usize::from(args.baseline.is_none());
+        for (id, _) in runs.iter().skip(skip) {
+            let report = report_of(store.field(id, "report_dir").await?, id);
+            let out = config.reports_dir.join(format!("compare-{base_name}-{id}"));
+            let compared = crate::cmd::compare::against_baseline(
+                &baseline,
+                &report,
+                &out,
+                args.gate,
+                &config.reports_dir,
+            )?;
+            exit = exit.worst(compared);
+        }
+        Ok(exit)
     })
+}
+
+/// The runs a submission makes: `run_id` with the one target (or none), or with several
+/// targets one run per target, `<run_id>-<label>`, each with its target found and checked.
+fn runs_of(
+    args: &SubmitArgs,
+    config: &Config,
+    suite: &Suite,
+    run_id: &str,
+) -> anyhow::Result<Vec<(String, Option<FoundTarget>)>> {
+    let found = args
+        .target
+        .choices()?
+        .into_iter()
+        .map(|c| {
+            let target = c.find(config, suite, args.judges.judge)?;
+            Ok(FoundTarget { choice: c, target })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if found.len() < 2 {
+        return Ok(vec![(run_id.to_owned(), found.into_iter().next())]);
+    }
+    if args.baseline.is_some() {
+        return Err(BadInput(
+            "--baseline with several --target: each run is compared with the first target's; run `evalfleet compare` for a baseline".into(),
+        )
+        .into());
+    }
+    let labels = crate::cmd::target::run_labels(&found)?;
+    Ok(labels
+        .into_iter()
+        .zip(found)
+        .map(|(label, run)| (format!("{run_id}-{label}"), Some(run)))
+        .collect())
+}
+
+/// Registers and publishes one run, with its progress bar; prints its id and what was sent.
+async fn submit_one(
+    args: &SubmitArgs,
+    run_id: &str,
+    spec: RunSpec,
+    queue: &AmqpQueue,
+    store: &RedisStore,
+) -> anyhow::Result<()> {
+    let bytes = crate::cmd::dataset_len(&args.dataset)?;
+    let progress = Arc::new(Progress::default());
+    let published = Arc::new(AtomicU64::new(0));
+    let bar = RunProgress::start(bytes, progress.clone(), published.clone());
+    let mirror = {
+        let (progress, published) = (progress.clone(), published.clone());
+        tokio::spawn(async move {
+            loop {
+                published.store(
+                    progress.published.load(Ordering::Relaxed),
+                    Ordering::Relaxed,
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let req = SubmitRequest {
+        run_id: run_id.to_owned(),
+        dataset: args.dataset.clone(),
+        format: args.format,
+        spec,
+    };
+    let outcome = submit(&req, queue, store, progress.clone()).await;
+    mirror.abort();
+    bar.finish();
+    let outcome = outcome?;
+    println!("{run_id}");
+    eprintln!(
+        "{} run {run_id}: {} records, {} published, {} skipped",
+        if outcome.resumed {
+            "resumed"
+        } else {
+            "submitted"
+        },
+        outcome.records,
+        outcome.published,
+        outcome.skipped
+    );
+    let every = format!(
+        "`skipped` of the run's report.json, or run `evalfleet validate {} --suite {}`",
+        args.dataset.display(),
+        args.suite
+    );
+    if let Some(skipped) = progress.skipped_summary(&every) {
+        eprintln!("{skipped}");
+    }
+    if let Some(replaced) = progress.replaced_summary() {
+        eprintln!("{replaced}");
+    }
+    Ok(())
 }
 
 /// A baseline's name in the compare directory's name: the run id, or the report directory's.

@@ -26,6 +26,10 @@ pub use request::{secrets_of, ChatCall, HttpCall, Secrets};
 pub struct PendingRecord {
     pub id: String,
     pub record: Map<String, Value>,
+    /// The fields the target fills that the record already holds (the target's outputs
+    /// replace them): for the producer to say so once, never sent.
+    #[serde(skip)]
+    pub replaced: Vec<String>,
 }
 
 /// One target, its templates compiled once per run.
@@ -106,8 +110,21 @@ impl TargetPlan {
         }
         Ok(PendingRecord {
             id,
+            replaced: self.fills().filter(|f| has_path(object, f)).collect(),
             record: object.clone(),
         })
+    }
+
+    /// The record fields the target fills (dotted paths): its outputs and constant fields.
+    pub fn fills(&self) -> impl Iterator<Item = String> + '_ {
+        let (outputs, set): (Vec<&String>, _) = match &self.target {
+            Target::Chat(t) => (
+                std::iter::once(&t.output).chain(&t.model_field).collect(),
+                &t.set,
+            ),
+            Target::Http(t) => (t.outputs.keys().collect(), &t.set),
+        };
+        outputs.into_iter().chain(set.keys()).cloned()
     }
 
     fn render(&self, key: &str, record: &Map<String, Value>) -> Result<String, String> {
@@ -119,6 +136,16 @@ impl TargetPlan {
             .render(record)
             .map_err(|e| format!("target {}: {key}: {e}", self.name()))
     }
+}
+
+/// Whether `record` holds the dotted path `path` (with a value that is not null).
+fn has_path(record: &Map<String, Value>, path: &str) -> bool {
+    let mut steps = path.split('.');
+    let mut at = steps.next().and_then(|step| record.get(step));
+    for step in steps {
+        at = at.and_then(|v| v.get(step));
+    }
+    at.is_some_and(|v| !v.is_null())
 }
 
 /// Every template of a target with the name its errors give it: `system`, `prompt`; an http

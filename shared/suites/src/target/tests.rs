@@ -129,3 +129,21 @@ fn a_secret_that_is_not_set_is_named() {
     assert_eq!(secrets_of(&http()), ["AGENT_KEY"]);
     assert!(secrets_of(&chat()).is_empty());
 }
+
+#[test]
+fn a_record_that_already_holds_what_the_target_fills_is_told_which_fields() {
+    let plan = TargetPlan::compile(chat(), Secrets::Keep).unwrap();
+    let fresh = json!({"id": "t1", "ticket": "x", "metadata": {"domain": "it"}, "response": null});
+    assert!(plan.check(&fresh).unwrap().replaced.is_empty());
+    let recorded = json!({"id": "t1", "ticket": "x", "metadata": {}, "response": "old", "prompt_version": "v1"});
+    assert_eq!(
+        plan.check(&recorded).unwrap().replaced,
+        ["response", "prompt_version"]
+    );
+    let plan = TargetPlan::compile(http(), Secrets::Keep).unwrap();
+    let nested = json!({"id": "q", "question": "?", "trace": {"answer": "old"}});
+    assert_eq!(
+        plan.check(&nested).unwrap().replaced,
+        ["trace", "trace.answer"]
+    );
+}
