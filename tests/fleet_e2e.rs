@@ -210,6 +210,11 @@ fn a_target_run_through_the_fleet_equals_the_embedded_one() {
     assert_eq!(report["totals"]["examples"], 40, "{}", report["totals"]);
     assert_eq!(report["totals"]["ok"], 40);
     assert!(report["items"][0]["outputs"]["trace"].is_object());
+    // The completed records: the same file from the aggregator as from `run`.
+    let read = |dir: &Path| std::fs::read_to_string(dir.join("outputs.jsonl")).unwrap();
+    let fleet_outputs = read(&fleet.reports_dir().join(&run_id));
+    assert_eq!(fleet_outputs.lines().count(), 40);
+    assert_eq!(fleet_outputs, read(&fleet.dir.path().join("embedded")));
 }
 
 /// Log-analysis examples name their scenario by digest: each distinct scenario is stored once

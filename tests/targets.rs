@@ -169,6 +169,43 @@ fn an_http_target_fills_the_trace_the_rag_suite_scores() {
         first["metrics"].as_object().is_some_and(|m| !m.is_empty()),
         "{first}"
     );
+
+    // outputs.jsonl: the completed records, in the dataset's shape, evaluated again without
+    // the target into the same scores.
+    let outputs = std::fs::read_to_string(out.join("outputs.jsonl")).unwrap();
+    let lines: Vec<Value> = outputs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 12);
+    assert_eq!(lines[0]["id"], first["id"]);
+    assert_eq!(lines[0]["trace"], first["outputs"]["trace"]);
+    assert_eq!(lines[0]["question"], questions(1)[0]["question"]);
+    let again = dir.path().join("again");
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (outputs, config, again_s) = (
+        path(&out.join("outputs.jsonl")),
+        path(&config),
+        path(&again),
+    );
+    let exit = common::evalfleet(&[
+        "run",
+        &outputs,
+        "--suite",
+        "rag-layers",
+        "--config",
+        &config,
+        "--out",
+        &again_s,
+    ]);
+    let replay = check_consistent(&again, &exit).json;
+    assert!(
+        !again.join("outputs.jsonl").exists(),
+        "no target, no outputs.jsonl"
+    );
+    for (a, b) in items(&report).iter().zip(items(&replay)) {
+        assert_eq!((&a["id"], &a["metrics"]), (&b["id"], &b["metrics"]));
+    }
 }
 
 #[test]

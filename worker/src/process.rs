@@ -93,9 +93,10 @@ pub async fn process<S: ResultStore>(
         Processed::Record(record) => record,
         awaiting => return Ok(awaiting),
     };
-    if let Some(generation) = generation {
+    if let (Some(generation), Work::Generate(pending)) = (generation, &msg.work) {
         record.outputs = Some(generation.outputs);
         record.target = Some(generation.call);
+        record.dataset_record = Some(pending.record.clone());
     }
     m.examples_processed
         .with_label_values(&[&record.suite, record.outcome.as_str()])

@@ -192,6 +192,10 @@ pub struct ResultRecord {
     /// A target run: the call that generated them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetCall>,
+    /// A target run: the record as the dataset held it, before `outputs` filled it; with them
+    /// it is the completed record `outputs.jsonl` holds. Not an item field of report.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset_record: Option<Map<String, Value>>,
 }
 
 /// What asking the system under test for one example took.
@@ -237,6 +241,7 @@ impl ResultRecord {
             details: Map::new(),
             outputs: None,
             target: None,
+            dataset_record: None,
         }
     }
 

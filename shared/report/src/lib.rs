@@ -3,7 +3,8 @@
 //! run's files. Depends on `evalfleet-model` and `evalfleet-suites` (a report is shaped by its
 //! suite); must not depend on the contracts, the roles or any I/O but writing the report files.
 //!
-//! Report files of a finished run: `report.json`, `summary.md`, `report.html`, `junit.xml`.
+//! Report files of a finished run: `report.json`, `summary.md`, `report.html`, `junit.xml`,
+//! and for a target run `outputs.jsonl` (the completed records).
 //!
 //! Items are streamed from an [`ItemSource`] in dataset order (the in-process spill file or
 //! Redis), and everything else comes from the run's aggregates, so writing the report of a
@@ -15,6 +16,7 @@ mod html;
 mod json;
 mod junit;
 mod markdown;
+pub mod outputs;
 mod recommend;
 mod viewer;
 
@@ -129,7 +131,8 @@ impl ReportInput<'_> {
     }
 }
 
-/// Writes the four report files into `dir` (created if missing) and returns their paths.
+/// Writes the four report files into `dir` (created if missing), and `outputs.jsonl` for a
+/// target run, and returns their paths.
 pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
         path: dir.to_owned(),
@@ -137,21 +140,30 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
     })?;
     // Each file streams the items on its own: on their own threads, the two that read every
     // item (report.json, junit.xml) take as long as the slower of them, not as both together.
-    let paths: Vec<PathBuf> = ReportFile::ALL
+    let mut paths: Vec<PathBuf> = ReportFile::ALL
         .iter()
         .map(|f| dir.join(f.file_name()))
         .collect();
+    let outputs = input
+        .agg
+        .target
+        .is_some()
+        .then(|| dir.join(outputs::FILE_NAME));
     std::thread::scope(|scope| {
-        let writers: Vec<_> = ReportFile::ALL
+        let mut writers: Vec<_> = ReportFile::ALL
             .into_iter()
             .zip(&paths)
             .map(|(file, path)| scope.spawn(move || write_file(path, |w| file.write(w, input))))
             .collect();
+        if let Some(path) = &outputs {
+            writers.push(scope.spawn(move || write_file(path, |w| outputs::write(w, input.items))));
+        }
         writers.into_iter().try_for_each(|w| {
             w.join()
                 .unwrap_or_else(|_| Err(ReportError::Source("a report writer panicked".into())))
         })
     })?;
+    paths.extend(outputs);
     Ok(paths)
 }
 

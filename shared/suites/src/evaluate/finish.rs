@@ -171,6 +171,7 @@ pub fn finish(
         reason: None,
         details,
         outputs: None,
+        dataset_record: None,
         target: None,
     }
 }

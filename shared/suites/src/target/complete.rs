@@ -26,11 +26,7 @@ pub struct Completed {
 
 impl TargetPlan {
     /// `record` completed with `reply`; Err says which output the reply does not have.
-    pub fn complete(
-        &self,
-        mut record: Map<String, Value>,
-        reply: Reply,
-    ) -> Result<Completed, String> {
+    pub fn complete(&self, record: Map<String, Value>, reply: Reply) -> Result<Completed, String> {
         let mut outputs = Map::new();
         match (&self.target, reply) {
             (Target::Chat(t), Reply::Chat { text, model }) => {
@@ -54,15 +50,25 @@ impl TargetPlan {
             }
             _ => return Err(format!("target {}: a reply of the wrong kind", self.name())),
         }
-        for (field, value) in &outputs {
-            set_path(&mut record, field, value.clone())
-                .map_err(|e| format!("target {}: output {field}: {e}", self.name()))?;
-        }
+        let record = fill(record, &outputs).map_err(|e| format!("target {}: {e}", self.name()))?;
         Ok(Completed {
             record: Value::Object(record),
             outputs,
         })
     }
+}
+
+/// `record` with each output (a dotted path → its value) written into it: the completed
+/// record, here and in `outputs.jsonl`. Err names an output whose path crosses a value that is
+/// not an object.
+pub fn fill(
+    mut record: Map<String, Value>,
+    outputs: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    for (field, value) in outputs {
+        set_path(&mut record, field, value.clone()).map_err(|e| format!("output {field}: {e}"))?;
+    }
+    Ok(record)
 }
 
 /// Sets `a.b.c` in `record`, making the objects on the way; Err when a step is not an object.

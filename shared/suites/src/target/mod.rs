@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
 
 use evalfleet_config::Target;
 
-pub use complete::{Completed, Reply};
+pub use complete::{fill, Completed, Reply};
 pub use request::{secrets_of, ChatCall, HttpCall, Secrets};
 
 /// A record waiting for the run's target to fill its outputs: the message a target run's
