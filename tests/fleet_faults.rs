@@ -508,3 +508,74 @@ fn chaos_loses_and_duplicates_nothing_and_scores_as_embedded() {
     assert_eq!(scores(&report).len() as u64, N);
     assert_eq!(scores(&report), scores(&embedded));
 }
+
+/// A target run whose worker is killed with SIGKILL mid-run: the replacement generates the
+/// redelivered examples from the replies the cache kept as they arrived, so the target is asked
+/// again at most for the calls that were in flight at the kill (here 8, the worker's
+/// concurrency), and the run ends with every example exactly once.
+#[test]
+fn a_worker_killed_mid_target_run_repeats_at_most_its_calls_in_flight() {
+    const N: u64 = 240;
+    const CONCURRENCY: u64 = 8;
+    let _broker = broker_shared();
+    let fake = FakeServer::start(FakeProviderArgs {
+        latency_ms: 40,
+        ..FakeProviderArgs::default()
+    });
+    let mut fleet = Fleet::new(&LiveConfig::default().yaml(fake.addr));
+    fleet.env.push((KEY_ENV.to_owned(), fake.key.clone()));
+    let target = fleet.dir.path().join("bot.yaml");
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-bot-1\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0}\noutput: response\n\
+         model_field: model\nset: {prompt_version: \"bot-v1\"}\n",
+    )
+    .unwrap();
+    let j = CONCURRENCY.to_string();
+    fleet.spawn(
+        "w1",
+        &["worker", "-j", &j, "--metrics-addr", "127.0.0.1:19681"],
+    );
+    fleet.aggregator("agg", 19690);
+    let data = fleet.generate("support-judge", N, 17);
+    let run_id = format!("{}-target-kill", fleet.prefix);
+    fleet.submit(
+        &data,
+        &run_id,
+        &["--target", target.to_str().unwrap(), "--judge", "live"],
+    );
+    fleet.wait_done(&run_id, N / 4, Duration::from_secs(60));
+    fleet.signal("w1", 9);
+    let at_kill = fleet.done(&run_id);
+    assert!(at_kill < N, "the worker died mid-run ({at_kill}/{N})");
+    fleet.spawn(
+        "w2",
+        &["worker", "-j", &j, "--metrics-addr", "127.0.0.1:19682"],
+    );
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    assert_eq!(report["totals"]["ok"], N, "{}", report["totals"]);
+    // Generated tickets repeat: one request per distinct ticket, plus the calls in flight.
+    let distinct: std::collections::HashSet<String> = std::fs::read_to_string(&data)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|r| r["ticket"].to_string())
+        .collect();
+    let distinct = distinct.len() as u64;
+    let asked = fake.stats()["by_model"]["openai/gpt-bot-1"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        (distinct..=distinct + CONCURRENCY).contains(&asked),
+        "the target was asked {asked} times for {distinct} distinct tickets"
+    );
+    let from_cache = common::items(&report)
+        .iter()
+        .filter(|i| i["target"]["attempts"] == 0)
+        .count() as u64;
+    assert!(
+        from_cache >= N - distinct,
+        "repeated tickets came from the cache ({from_cache})"
+    );
+}

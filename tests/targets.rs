@@ -379,3 +379,130 @@ fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
         assert!(exit.stderr.contains(says), "{}", exit.stderr);
     }
 }
+
+#[test]
+fn a_repeated_request_is_answered_from_the_cache_not_by_the_target() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    // The body leaves the id out: two records asking the same question make one request.
+    let yaml = agent_target(&fake, "").replace(", conversation: {id: \"{{ id }}\"}", "");
+    let target = write(dir.path(), "agent.yaml", &yaml);
+    let mut records = questions(3);
+    let mut again = records[0].clone();
+    again["id"] = json!("asked-again");
+    records.push(again);
+    let data = write(dir.path(), "q.jsonl", &jsonl(&records));
+    let out = dir.path().join("out");
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
+    let exit = common::evalfleet(&[
+        "run",
+        &data,
+        "--suite",
+        "rag-layers",
+        "--target",
+        &target,
+        "--config",
+        &config,
+        "--out",
+        &out_s,
+        "-j",
+        "1",
+    ]);
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 4, "{}", report["totals"]);
+    assert_eq!(
+        fake.stats()["agent_requests"],
+        3,
+        "one call per distinct request"
+    );
+    let items = items(&report);
+    assert_eq!(
+        items[3]["target"]["attempts"], 0,
+        "from the cache: {}",
+        items[3]
+    );
+    assert_eq!(items[3]["outputs"], items[0]["outputs"]);
+
+    // `cache: false`: every record is asked.
+    let target = write(dir.path(), "fresh.yaml", &format!("{yaml}cache: false\n"));
+    let exit = common::evalfleet(&[
+        "run",
+        &data,
+        "--suite",
+        "rag-layers",
+        "--target",
+        &path(&target),
+        "--config",
+        &config,
+        "--out",
+        &out_s,
+        "-j",
+        "1",
+    ]);
+    check_consistent(&out, &exit);
+    assert_eq!(fake.stats()["agent_requests"], 3 + 4);
+}
+
+#[test]
+fn the_estimate_counts_the_target_and_the_budget_covers_its_calls() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    let target = write(
+        dir.path(),
+        "agent.yaml",
+        &agent_target(&fake, "price_per_call: 0.01\ncache: false\n"),
+    );
+    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(20)));
+    let out = dir.path().join("out");
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
+    let base = [
+        "run",
+        &data,
+        "--suite",
+        "rag-layers",
+        "--target",
+        &target,
+        "--config",
+        &config,
+    ];
+
+    let estimate = common::evalfleet(&[&base[..], &["--estimate"]].concat());
+    assert_eq!(estimate.code, Some(0), "{}", estimate.stderr);
+    let row = estimate
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("target demo (http) "))
+        .unwrap_or_else(|| panic!("no target row:\n{}", estimate.stdout));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!((cells[3], cells[6]), ("20", "0.2000"), "{row}");
+    assert_eq!(
+        fake.stats()["agent_requests"],
+        0,
+        "an estimate sends nothing"
+    );
+
+    // 0.05 USD at 0.01 per call: five answers, then every example fails without a call.
+    let run = [&base[..], &["--budget", "0.05", "-j", "1", "--out", &out_s]].concat();
+    let report = check_consistent(&out, &common::evalfleet(&run)).json;
+    assert_eq!(
+        (
+            report["totals"]["ok"].as_u64(),
+            report["totals"]["failed"].as_u64()
+        ),
+        (Some(5), Some(15)),
+        "{}",
+        report["totals"]
+    );
+    assert_eq!(fake.stats()["agent_requests"], 5);
+    let refused = report["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["reason"] == "target demo: the run budget of 0.05 USD is spent")
+        .count();
+    assert_eq!(refused, 15);
+}

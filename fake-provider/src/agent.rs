@@ -100,6 +100,7 @@ pub fn answer(question: &str) -> Value {
 
 /// `POST /agent`.
 pub async fn ask(State(state): State<Arc<FakeProvider>>, body: Bytes) -> Response {
+    state.stats().agent_request();
     let cfg = state.config();
     let draws = state.draws();
     let request: Value = match serde_json::from_slice(&body) {

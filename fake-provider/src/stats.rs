@@ -68,6 +68,8 @@ pub struct Stats {
     last_ms: AtomicU64,
     providers: [PerProvider; 2],
     other_statuses: Mutex<BTreeMap<(usize, u16), u64>>,
+    /// `POST /agent` requests, whatever they were answered: the demo agent is not a provider.
+    agent: AtomicU64,
 }
 
 impl Stats {
@@ -113,9 +115,15 @@ impl Stats {
         }
     }
 
+    /// Counts one request to the demo agent.
+    pub fn agent_request(&self) {
+        self.agent.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Zeroes everything.
     pub fn reset(&self) {
         self.total.store(0, Ordering::Relaxed);
+        self.agent.store(0, Ordering::Relaxed);
         self.first_ms.store(0, Ordering::Relaxed);
         self.last_ms.store(0, Ordering::Relaxed);
         for p in &self.providers {
@@ -186,6 +194,7 @@ impl Stats {
         let (last_at, last_ms) = time(&self.last_ms);
         json!({
             "total": self.total.load(Ordering::Relaxed),
+            "agent_requests": self.agent.load(Ordering::Relaxed),
             "by_provider": by_provider,
             "by_model": by_model,
             "by_status": status_map(&by_status),

@@ -15,7 +15,7 @@ use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
 use evalfleet_suites::suite::Suite;
-use evalfleet_worker::judge::cache::InMemoryCache;
+use evalfleet_worker::judge::cache::{InMemoryCache, JudgeCache};
 use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{build_judge, Judge, LiveParts, WorkerStats};
 
@@ -65,21 +65,35 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = super::config_and_suite(config, &args.suite)?;
     args.judges.apply(&mut config);
     if args.estimate {
-        args.target.refuse_estimate()?;
-        return super::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
+        let targets = args.target.estimators(&config, &suite, args.judges.judge)?;
+        return super::estimate::print_estimate(
+            &args.dataset,
+            args.format,
+            &config,
+            &suite,
+            targets,
+        );
     }
     let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
     let choices = args.target.choices()?;
+    // One cache for the process: judges' verdicts and targets' replies, as the fleet's Redis.
+    let cache: Arc<dyn JudgeCache> = Arc::new(InMemoryCache::default());
     if choices.len() < 2 {
         let target = choices
             .first()
-            .map(|c| c.build(c.find(&config, &suite, args.judges.judge)?, &config))
+            .map(|c| {
+                c.build(
+                    c.find(&config, &suite, args.judges.judge)?,
+                    &config,
+                    cache.clone(),
+                )
+            })
             .transpose()?;
         let out = args
             .out
             .clone()
             .unwrap_or_else(|| config.reports_dir.join(&run_id));
-        let own = run_one(&args, &config, suite, target, &run_id, &out)?;
+        let own = run_one(&args, &config, suite, target, cache, &run_id, &out)?;
         return match &args.baseline {
             Some(baseline) => {
                 let compared = super::compare::against_baseline(
@@ -94,7 +108,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             None => Ok(own),
         };
     }
-    several_targets(&args, &config, suite, &choices, &run_id)
+    several_targets(&args, &config, suite, &choices, cache, &run_id)
 }
 
 /// `--target a --target b`: the dataset run once per target (run ids `<run_id>-<label>`,
@@ -106,6 +120,7 @@ fn several_targets(
     config: &Config,
     suite: Suite,
     choices: &[TargetChoice],
+    cache: Arc<dyn JudgeCache>,
     run_id: &str,
 ) -> anyhow::Result<Exit> {
     if args.baseline.is_some() {
@@ -127,7 +142,7 @@ fn several_targets(
     let labels = super::target::run_labels(&found)?;
     let mut targets = found
         .into_iter()
-        .map(|f| f.choice.build(f.target, config))
+        .map(|f| f.choice.build(f.target, config, cache.clone()))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut exit = Exit::Success;
     let mut first: Option<PathBuf> = None;
@@ -142,6 +157,7 @@ fn several_targets(
             config,
             suite.clone(),
             Some(target),
+            cache.clone(),
             &id,
             &out,
         )?);
@@ -170,12 +186,15 @@ fn run_one(
     config: &Config,
     suite: Suite,
     target: Option<RunTarget>,
+    cache: Arc<dyn JudgeCache>,
     run_id: &str,
     out: &Path,
 ) -> anyhow::Result<Exit> {
     let dataset_bytes = super::dataset_len(&args.dataset)?;
-    let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
+    let parts = LiveParts::new(cache);
     let judge = build_judge(args.judges.judge, &config.judges, &parts).map_err(BadInput)?;
+    // One budget for the run: the target's calls are charged where the judges' are.
+    let target = target.map(|t| t.charged_to(judge.accounting(&config.judges)));
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
         // Offline judges are CPU-bound (one task per core); live ones and targets wait on the
@@ -314,10 +333,12 @@ fn print_summary(input: &ReportInput<'_>, paths: &[PathBuf]) {
         checks.join("; ")
     );
     if let Some(dir) = paths.first().and_then(|p| p.parent()) {
-        println!(
-            "  reports in {}: report.json summary.md report.html junit.xml",
-            dir.display()
-        );
+        let names: Vec<String> = paths
+            .iter()
+            .filter_map(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect();
+        println!("  reports in {}: {}", dir.display(), names.join(" "));
     }
 }
 

@@ -1,11 +1,14 @@
 //! `--target NAME|FILE` and `--target-model MODEL`: the system under test, which generates the
 //! outputs the suite then evaluates. One set of flags, built into a run's target in one place.
 
+use std::sync::Arc;
+
 use clap::Args;
 use evalfleet_config::{Config, Target};
 use evalfleet_model::suite::SuiteKind;
 use evalfleet_suites::suite::Suite;
-use evalfleet_worker::target::{RunTarget, TargetParts};
+use evalfleet_worker::judge::cache::JudgeCache;
+use evalfleet_worker::target::{RunTarget, TargetEstimator, TargetParts};
 use evalfleet_worker::JudgeMode;
 
 use crate::exit::BadInput;
@@ -69,16 +72,37 @@ impl TargetArgs {
         Ok(choices)
     }
 
-    /// `--estimate` counts judge calls on recorded outputs; with a target the outputs do not
-    /// exist yet, so an estimate would be wrong: refused until it counts target calls too.
-    pub fn refuse_estimate(&self) -> anyhow::Result<()> {
-        match self.target.first() {
-            Some(_) => Err(BadInput(
-                "--estimate with --target is not supported yet: the outputs it would judge do not exist before the target answers".into(),
-            )
-            .into()),
-            None => Ok(()),
+    /// What `--estimate` counts the target runs with, one per run `--target` asks for (none
+    /// without it): each target found and checked as for the run (so an estimate of runs that
+    /// would be refused is refused too), compiled without reading the environment.
+    pub fn estimators(
+        &self,
+        config: &Config,
+        suite: &Suite,
+        judge: JudgeMode,
+    ) -> anyhow::Result<Vec<TargetEstimator>> {
+        let mut found = Vec::new();
+        for choice in self.choices()? {
+            let target = choice.find(config, suite, judge)?;
+            found.push(FoundTarget { choice, target });
         }
+        if found.len() > 1 {
+            run_labels(&found)?;
+        }
+        let suite = Arc::new(suite.clone());
+        found
+            .into_iter()
+            .map(|FoundTarget { choice, target }| {
+                TargetEstimator::new(
+                    target,
+                    choice.model,
+                    &config.judges,
+                    suite.clone(),
+                    config.model_prefixes.clone(),
+                )
+                .map_err(|e| BadInput(e).into())
+            })
+            .collect()
     }
 }
 
@@ -113,7 +137,13 @@ impl TargetChoice {
     /// `target` (what [`TargetChoice::find`] found) ready to call from this process (`run`):
     /// its provider, key and `${VAR}`s read now, so that a missing one stops the run before any
     /// call.
-    pub fn build(&self, target: Target, config: &Config) -> anyhow::Result<RunTarget> {
+    /// Its replies are kept in `cache` (the run's judge cache).
+    pub fn build(
+        &self,
+        target: Target,
+        config: &Config,
+        cache: Arc<dyn JudgeCache>,
+    ) -> anyhow::Result<RunTarget> {
         let env = |name: &str| std::env::var(name).ok();
         let built = RunTarget::new(TargetParts {
             target,
@@ -123,6 +153,7 @@ impl TargetChoice {
             prices: &config.judges.prices,
             rules: config.model_prefixes.clone(),
             env: &env,
+            cache,
         })
         .map_err(BadInput)?;
         Ok(built)

@@ -203,9 +203,11 @@ impl<D: RunRegistry> FleetRuns<D> {
                 prices: &spec.judges.prices,
                 rules: spec.model_prefixes.clone(),
                 env: &env,
+                cache: self.live.cache(),
             })
             .map_err(WorkerError::Stopped)?;
-            pipeline = pipeline.with_target(target);
+            let accounting = pipeline.judge.accounting(&spec.judges);
+            pipeline = pipeline.with_target(target.charged_to(accounting));
         }
         let pipeline = Arc::new(pipeline);
         let ctx = Arc::new(RunContext {

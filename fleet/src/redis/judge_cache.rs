@@ -1,4 +1,5 @@
-//! The fleet's judge cache (docs/DESIGN.md §2.5): a verdict for a (provider, model, prompt hash) key is
+//! The fleet's judge cache (docs/DESIGN.md §2.5), which keeps targets' replies too (`cache:target:`
+//! beside `cache:judge:`): a verdict for a (provider, model, prompt hash) key is
 //! shared by every worker and survives them, so re-running an evaluation costs no judge calls.
 //! Entries expire after a TTL. A cache is never a reason to fail an example: errors are logged
 //! and read as a miss (or a skipped write).
@@ -6,8 +7,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use evalfleet_contract::judge_cache::{CachedVerdict, JudgeCache};
+use evalfleet_contract::judge_cache::{CachedReply, CachedVerdict, JudgeCache};
 use redis::aio::ConnectionManager;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::keys::Keys;
 use super::store::RedisStore;
@@ -29,27 +32,26 @@ impl RedisJudgeCache {
         }
     }
 
-    async fn read(&self, key: &str) -> Option<CachedVerdict> {
-        let k = self.keys.judge_cache(key);
+    /// The entry at Redis key `k`; None (and a warning) when it cannot be read.
+    async fn read<T: DeserializeOwned>(&self, k: String) -> Option<T> {
         let got: Result<Option<Vec<u8>>, _> = redis::cmd("GET")
             .arg(&k)
             .query_async(&mut self.conn.clone())
             .await;
         match got {
             Ok(Some(bytes)) => serde_json::from_slice(&bytes)
-                .map_err(|e| tracing::warn!(key = %k, error = %e, "unreadable judge cache entry"))
+                .map_err(|e| tracing::warn!(key = %k, error = %e, "unreadable cache entry"))
                 .ok(),
             Ok(None) => None,
             Err(e) => {
-                tracing::warn!(key = %k, error = %e, "judge cache read failed; treating as a miss");
+                tracing::warn!(key = %k, error = %e, "cache read failed; treating as a miss");
                 None
             }
         }
     }
 
-    async fn write(&self, key: &str, verdict: &CachedVerdict) {
-        let k = self.keys.judge_cache(key);
-        let Ok(json) = serde_json::to_string(verdict) else {
+    async fn write<T: Serialize>(&self, k: String, entry: &T) {
+        let Ok(json) = serde_json::to_string(entry) else {
             return;
         };
         let mut cmd = redis::cmd("SET");
@@ -58,7 +60,7 @@ impl RedisJudgeCache {
             cmd.arg("EX").arg(self.ttl.as_secs().max(1));
         }
         if let Err(e) = cmd.query_async::<()>(&mut self.conn.clone()).await {
-            tracing::warn!(key = %k, error = %e, "judge cache write failed");
+            tracing::warn!(key = %k, error = %e, "cache write failed");
         }
     }
 }
@@ -66,10 +68,18 @@ impl RedisJudgeCache {
 #[async_trait]
 impl JudgeCache for RedisJudgeCache {
     async fn get(&self, key: &str) -> Option<CachedVerdict> {
-        self.read(key).await
+        self.read(self.keys.judge_cache(key)).await
     }
 
     async fn put(&self, key: &str, verdict: &CachedVerdict) {
-        self.write(key, verdict).await
+        self.write(self.keys.judge_cache(key), verdict).await
+    }
+
+    async fn get_reply(&self, key: &str) -> Option<CachedReply> {
+        self.read(self.keys.target_cache(key)).await
+    }
+
+    async fn put_reply(&self, key: &str, reply: &CachedReply) {
+        self.write(self.keys.target_cache(key), reply).await
     }
 }

@@ -70,6 +70,11 @@ impl Keys {
         format!("{}cache:judge:{key}", self.prefix)
     }
 
+    /// `cache:target:<key>`: one cached target reply.
+    pub(crate) fn target_cache(&self, key: &str) -> String {
+        format!("{}cache:target:{key}", self.prefix)
+    }
+
     /// `ratelimit:<key>`: the GCRA's theoretical arrival time for a shared quota.
     pub(crate) fn rate(&self, key: &str) -> String {
         format!("{}ratelimit:{key}", self.prefix)

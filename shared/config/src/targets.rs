@@ -137,6 +137,19 @@ impl Target {
         }
     }
 
+    /// Whether a repeated request is answered from the cache: `cache:` as given, else when the
+    /// call is deterministic (a chat target at temperature 0 or without one; an http target).
+    pub fn caches(&self) -> bool {
+        match self {
+            Target::Chat(t) => t.cache.unwrap_or_else(|| {
+                t.params
+                    .get("temperature")
+                    .is_none_or(|v| v.as_f64() == Some(0.0))
+            }),
+            Target::Http(t) => t.cache.unwrap_or(true),
+        }
+    }
+
     /// The record fields this target fills.
     pub fn fills(&self) -> Vec<&str> {
         let (outputs, set): (Vec<&str>, &Map<String, Value>) = match self {
@@ -205,13 +218,6 @@ impl Target {
                 ))
             }
             _ => {}
-        }
-        let cache = match self {
-            Target::Chat(t) => t.cache,
-            Target::Http(t) => t.cache,
-        };
-        if cache == Some(true) {
-            return Err("cache: a target answer cache is not built yet; remove the key".into());
         }
         match self {
             Target::Chat(t) => {
@@ -317,13 +323,8 @@ retry: {max_attempts: 5, base_delay_ms: 500, max_delay_ms: 30000}
         let err = Target::parse(&CHAT.replace("kind: chat", "kind: chat\nepochs: 0")).unwrap_err();
         assert!(err.contains("epochs"), "{err}");
         // Keys of the contract this version does not do yet are refused, never ignored.
-        for key in ["epochs: 3", "cache: true"] {
-            let err = Target::parse(&format!("{CHAT}{key}\n")).unwrap_err();
-            assert!(
-                err.contains("not") && err.contains(&key[..key.find(':').unwrap()]),
-                "{err}"
-            );
-        }
+        let err = Target::parse(&format!("{CHAT}epochs: 3\n")).unwrap_err();
+        assert!(err.contains("not") && err.contains("epochs"), "{err}");
         for key in ["rpm: 600", "max_in_flight: 8"] {
             let err = Target::parse(&format!("{HTTP}{key}\n")).unwrap_err();
             assert!(err.contains("not enforced yet"), "{err}");
@@ -333,6 +334,24 @@ retry: {max_attempts: 5, base_delay_ms: 500, max_delay_ms: 30000}
         assert!(err.contains("url:") && !err.contains("pw"), "{err}");
         let err = Target::parse("name: x\nkind: chat\nprovider: [\n").unwrap_err();
         assert!(err.contains("line"), "{err}");
+    }
+
+    #[test]
+    fn a_deterministic_call_is_cached_unless_the_file_says_otherwise() {
+        let chat = |extra: &str| Target::parse(&format!("{CHAT}{extra}\n")).unwrap();
+        assert!(Target::parse(HTTP).unwrap().caches());
+        assert!(chat("").caches(), "temperature 0");
+        let unset = CHAT.replace("temperature: 0, ", "");
+        assert!(Target::parse(&unset).unwrap().caches(), "no temperature");
+        let hot = CHAT.replace("temperature: 0", "temperature: 0.7");
+        let hot = Target::parse(&hot).unwrap();
+        assert!(!hot.caches(), "a sampled answer is not reused");
+        assert!(!chat("cache: false").caches());
+        let mut forced = hot.clone();
+        if let Target::Chat(t) = &mut forced {
+            t.cache = Some(true);
+        }
+        assert!(forced.caches());
     }
 
     #[test]

@@ -3,11 +3,15 @@
 //! fleet shares one cache in Redis; the embedded run keeps it in memory. The trait lives in this
 //! pure crate so that both implementations can be reached by the worker without the worker
 //! depending on Redis.
+//!
+//! The same cache keeps a target's replies (key: target, rendered request, epoch): a redelivered
+//! or resumed example is generated again from it, not by calling the system under test again.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use evalfleet_suites::target::Reply;
 
 /// A verdict worth keeping: only valid, in-range scores are cached.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -16,12 +20,23 @@ pub struct CachedVerdict {
     pub reasoning: String,
 }
 
+/// A target's reply worth keeping: a reply that completed a record, and what it cost.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CachedReply {
+    pub reply: Reply,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+}
+
 #[async_trait]
 pub trait JudgeCache: Send + Sync {
     /// The verdict for `key` (provider, model and prompt hash), if cached. A cache that cannot
     /// be read answers None: a cache is never a reason to fail an example.
     async fn get(&self, key: &str) -> Option<CachedVerdict>;
     async fn put(&self, key: &str, verdict: &CachedVerdict);
+    /// A target's reply for `key`, if cached; None when it cannot be read, as for verdicts.
+    async fn get_reply(&self, key: &str) -> Option<CachedReply>;
+    async fn put_reply(&self, key: &str, reply: &CachedReply);
     /// False for a cache that keeps nothing, so callers can skip computing keys.
     fn enabled(&self) -> bool {
         true
@@ -31,6 +46,7 @@ pub trait JudgeCache: Send + Sync {
 #[derive(Default)]
 pub struct InMemoryCache {
     entries: Mutex<HashMap<String, CachedVerdict>>,
+    replies: Mutex<HashMap<String, CachedReply>>,
 }
 
 #[async_trait]
@@ -45,6 +61,17 @@ impl JudgeCache for InMemoryCache {
             e.insert(key.to_owned(), verdict.clone());
         }
     }
+
+    async fn get_reply(&self, key: &str) -> Option<CachedReply> {
+        let hit = self.replies.lock().ok().and_then(|e| e.get(key).cloned());
+        hit
+    }
+
+    async fn put_reply(&self, key: &str, reply: &CachedReply) {
+        if let Ok(mut e) = self.replies.lock() {
+            e.insert(key.to_owned(), reply.clone());
+        }
+    }
 }
 
 /// A cache that keeps nothing (`judges.cache: false`).
@@ -57,6 +84,12 @@ impl JudgeCache for NoCache {
     }
 
     async fn put(&self, _key: &str, _verdict: &CachedVerdict) {}
+
+    async fn get_reply(&self, _key: &str) -> Option<CachedReply> {
+        None
+    }
+
+    async fn put_reply(&self, _key: &str, _reply: &CachedReply) {}
 
     fn enabled(&self) -> bool {
         false

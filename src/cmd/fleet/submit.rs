@@ -59,8 +59,14 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = crate::cmd::config_and_suite(config, &args.suite)?;
     args.judges.apply(&mut config);
     if args.estimate {
-        args.target.refuse_estimate()?;
-        return crate::cmd::estimate::print_estimate(&args.dataset, args.format, &config, &suite);
+        let targets = args.target.estimators(&config, &suite, args.judges.judge)?;
+        return crate::cmd::estimate::print_estimate(
+            &args.dataset,
+            args.format,
+            &config,
+            &suite,
+            targets,
+        );
     }
     let run_id = args
         .run_id

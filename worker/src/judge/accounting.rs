@@ -1,6 +1,8 @@
-//! Judge accounting: tokens and estimated cost per call from the configured price table, and
+//! A run's accounting: tokens and estimated cost per call from the configured price table, and
 //! the run budget. The budget is checked before every call and charged after it, so a run stops
-//! calling judges once the budget is spent (calls already in flight still finish).
+//! calling judges once the budget is spent (calls already in flight still finish). One
+//! accounting serves the judges and the run's target ([`crate::Judge::accounting`]), so that
+//! `--budget` covers what both spend.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +37,11 @@ impl Accounting {
 
     pub fn has_price(&self, model: &str) -> bool {
         self.prices.contains_key(model)
+    }
+
+    /// The run budget, if any (as the micro-dollars it is kept in).
+    pub fn budget_usd(&self) -> Option<f64> {
+        self.budget_micro.map(|b| b as f64 / MICRO)
     }
 
     /// Whether another judge call may start.
@@ -76,6 +83,9 @@ mod tests {
         a.charge(0.004);
         assert!(!a.within_budget(), "spent == budget stops further calls");
         assert!((a.spent_usd() - 0.01).abs() < 1e-12);
-        assert!(Accounting::new(BTreeMap::new(), None).within_budget());
+        assert_eq!(a.budget_usd(), Some(0.01));
+        let unlimited = Accounting::new(BTreeMap::new(), None);
+        assert!(unlimited.within_budget());
+        assert_eq!(unlimited.budget_usd(), None);
     }
 }

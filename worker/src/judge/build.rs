@@ -41,6 +41,11 @@ impl LiveParts {
         }
     }
 
+    /// The cache verdicts (and targets' replies) are kept in.
+    pub fn cache(&self) -> Arc<dyn JudgeCache> {
+        self.cache.clone()
+    }
+
     /// Batch-mode questions park their example in `store` (see [`LiveJudge::with_parking`]).
     pub fn with_parking(mut self, store: Arc<dyn BatchStore>) -> Self {
         self.parking = store;
@@ -156,6 +161,28 @@ mod tests {
         assert!(Arc::ptr_eq(&live(&shared), &live(&shared)));
         let own = parts();
         assert!(!Arc::ptr_eq(&live(&own), &live(&own)));
+    }
+
+    #[test]
+    fn a_target_is_charged_to_the_live_judges_accounting() {
+        const VAR: &str = "EVALFLEET_TEST_ACCOUNTING_KEY";
+        // Only this test reads this variable.
+        std::env::set_var(VAR, "sk-test");
+        let mut judges = judges_with_key(VAR);
+        judges.budget_usd = Some(0.5);
+        let judge = build_judge(JudgeMode::Live, &judges, &parts()).unwrap();
+        let Judge::Live(live) = &judge else {
+            panic!("not a live judge")
+        };
+        judge.accounting(&judges).charge(0.5);
+        assert!(
+            !live.accounting.within_budget(),
+            "the target's spend counts against the judges' budget"
+        );
+        let offline = build_judge(JudgeMode::Heuristic, &judges, &parts()).unwrap();
+        let own = offline.accounting(&judges);
+        assert_eq!(own.budget_usd(), Some(0.5), "the configured budget");
+        assert!(own.has_price("gpt-4o-mini"), "the configured prices");
     }
 
     #[test]

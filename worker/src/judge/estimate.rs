@@ -1,6 +1,7 @@
 //! `--estimate`: what a run would call, read and cost, computed from the prompts it would
 //! send — before anything is sent — at live prices and at batch prices (`batch_discount` of
-//! each provider), and which of the two the configured mode pays.
+//! each provider), and which of the two the configured mode pays. A target run's own calls are
+//! counted by [`crate::target::TargetEstimator`] into the same [`Estimate`].
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 use super::accounting::Accounting;
 use super::prompt;
+use crate::target::TargetEstimate;
 
 /// Output tokens of a typical `{"score": n, "reasoning": "..."}` reply, for the expected cost;
 /// the upper bound uses the configured `max_tokens`.
@@ -33,6 +35,63 @@ pub struct ModelEstimate {
     pub priced: bool,
 }
 
+/// One projected call, as a row adds it up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CallEstimate {
+    pub input_tokens: u64,
+    pub output_tokens_expected: u64,
+    pub output_tokens_max: u64,
+    /// At live prices.
+    pub cost_usd_expected: f64,
+    pub cost_usd_max: f64,
+    /// The share of the live price a batch call costs (1 for a call that is never batched).
+    pub batch_discount: f64,
+    /// Whether the configured mode sends it in a batch.
+    pub batch: bool,
+}
+
+impl ModelEstimate {
+    /// A row with no call yet; `priced` says whether its model has a price.
+    pub fn new(priced: bool) -> Self {
+        ModelEstimate {
+            priced,
+            ..Default::default()
+        }
+    }
+
+    pub fn add_call(&mut self, call: CallEstimate) {
+        let discount = call.batch_discount;
+        self.calls += 1;
+        self.input_tokens += call.input_tokens;
+        self.output_tokens_expected += call.output_tokens_expected;
+        self.output_tokens_max += call.output_tokens_max;
+        self.cost_usd_expected += call.cost_usd_expected;
+        self.cost_usd_max += call.cost_usd_max;
+        self.batch_cost_usd_expected += call.cost_usd_expected * discount;
+        self.batch_cost_usd_max += call.cost_usd_max * discount;
+        self.mode_cost_usd_expected += if call.batch {
+            call.cost_usd_expected * discount
+        } else {
+            call.cost_usd_expected
+        };
+    }
+
+    /// `other`'s calls added to this row's; priced only when both are.
+    pub fn merge(mut self, other: &ModelEstimate) -> Self {
+        self.calls += other.calls;
+        self.input_tokens += other.input_tokens;
+        self.output_tokens_expected += other.output_tokens_expected;
+        self.output_tokens_max += other.output_tokens_max;
+        self.cost_usd_expected += other.cost_usd_expected;
+        self.cost_usd_max += other.cost_usd_max;
+        self.batch_cost_usd_expected += other.batch_cost_usd_expected;
+        self.batch_cost_usd_max += other.batch_cost_usd_max;
+        self.mode_cost_usd_expected += other.mode_cost_usd_expected;
+        self.priced &= other.priced;
+        self
+    }
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Serialize)]
 pub struct Estimate {
     pub examples: u64,
@@ -40,30 +99,36 @@ pub struct Estimate {
     pub unroutable: u64,
     /// `provider/model` → projection.
     pub by_judge: BTreeMap<String, ModelEstimate>,
+    /// A target run: the target's own calls (see [`crate::target::TargetEstimator`]).
+    pub target: Option<TargetEstimate>,
 }
 
 impl Estimate {
+    /// Every row: the target's and the judges'.
     pub fn total(&self) -> ModelEstimate {
-        self.by_judge.values().fold(
-            ModelEstimate {
-                priced: true,
-                ..Default::default()
-            },
-            |mut t, m| {
-                t.calls += m.calls;
-                t.input_tokens += m.input_tokens;
-                t.output_tokens_expected += m.output_tokens_expected;
-                t.output_tokens_max += m.output_tokens_max;
-                t.cost_usd_expected += m.cost_usd_expected;
-                t.cost_usd_max += m.cost_usd_max;
-                t.batch_cost_usd_expected += m.batch_cost_usd_expected;
-                t.batch_cost_usd_max += m.batch_cost_usd_max;
-                t.mode_cost_usd_expected += m.mode_cost_usd_expected;
-                t.priced &= m.priced;
-                t
-            },
-        )
+        self.target
+            .iter()
+            .map(|t| &t.row)
+            .chain(self.by_judge.values())
+            .fold(ModelEstimate::new(true), ModelEstimate::merge)
     }
+
+    /// The judges' rows only.
+    pub fn judges_total(&self) -> ModelEstimate {
+        self.by_judge
+            .values()
+            .fold(ModelEstimate::new(true), ModelEstimate::merge)
+    }
+}
+
+/// Tokens of the texts of one prompt, estimated as characters / 4 (rounded up), as the judges'
+/// and a chat target's prompts are counted.
+pub fn estimated_tokens(texts: &[&str]) -> u64 {
+    texts
+        .iter()
+        .map(|t| t.chars().count())
+        .sum::<usize>()
+        .div_ceil(4) as u64
 }
 
 /// Adds one example's judge calls to the estimate. Tokens are estimated as characters / 4.
@@ -83,31 +148,24 @@ pub fn add_example(
         let Ok(p) = prompt::for_task(&task) else {
             continue;
         };
-        let input = (p.system.chars().count() + p.user.chars().count()).div_ceil(4) as u64;
+        let input = estimated_tokens(&[&p.system, &p.user]);
         for name in &judges {
             let model = config.judge_models.get(*name).map_or("", String::as_str);
             let provider = config.providers.get(*name);
             let max_out = provider.map_or(0, |p| u64::from(p.max_tokens));
-            let discount = provider.map_or(1.0, |p| p.batch_discount);
-            let batch = config.mode_of(name) == CallMode::Batch;
-            let m = estimate
+            estimate
                 .by_judge
                 .entry(format!("{name}/{model}"))
-                .or_insert_with(|| ModelEstimate {
-                    priced: accounting.has_price(model),
-                    ..Default::default()
+                .or_insert_with(|| ModelEstimate::new(accounting.has_price(model)))
+                .add_call(CallEstimate {
+                    input_tokens: input,
+                    output_tokens_expected: TYPICAL_REPLY_TOKENS,
+                    output_tokens_max: max_out,
+                    cost_usd_expected: accounting.cost(model, input, TYPICAL_REPLY_TOKENS),
+                    cost_usd_max: accounting.cost(model, input, max_out),
+                    batch_discount: provider.map_or(1.0, |p| p.batch_discount),
+                    batch: config.mode_of(name) == CallMode::Batch,
                 });
-            m.calls += 1;
-            m.input_tokens += input;
-            m.output_tokens_expected += TYPICAL_REPLY_TOKENS;
-            m.output_tokens_max += max_out;
-            let expected = accounting.cost(model, input, TYPICAL_REPLY_TOKENS);
-            let max = accounting.cost(model, input, max_out);
-            m.cost_usd_expected += expected;
-            m.cost_usd_max += max;
-            m.batch_cost_usd_expected += expected * discount;
-            m.batch_cost_usd_max += max * discount;
-            m.mode_cost_usd_expected += if batch { expected * discount } else { expected };
         }
     }
 }
@@ -118,6 +176,13 @@ mod tests {
     use evalfleet_suites::suite::Suite;
 
     use super::*;
+
+    #[test]
+    fn tokens_are_the_characters_of_all_texts_over_four_rounded_up() {
+        assert_eq!(estimated_tokens(&[]), 0);
+        assert_eq!(estimated_tokens(&["abc", "de"]), 2);
+        assert_eq!(estimated_tokens(&["éééé"]), 1, "characters, not bytes");
+    }
 
     #[test]
     fn batch_prices_are_the_discounted_live_ones() {

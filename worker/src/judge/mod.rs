@@ -15,12 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
-use evalfleet_config::RetryConfig;
+use evalfleet_config::{JudgeConfig, RetryConfig};
 use evalfleet_contract::batch_store::{BatchStore, Question};
 
 use evalfleet_model::record::{Scores, Usage};
 use evalfleet_suites::evaluate::{heuristic_verdict, Example, JudgeTask};
 
+use accounting::Accounting;
 pub use build::{build_judge, LiveParts};
 pub use evalfleet_contract::judge_cache as cache;
 pub use live::LiveJudge;
@@ -84,6 +85,19 @@ impl Judge {
         match self {
             Judge::Live(live) if !live.batch_providers().is_empty() => live.parking(),
             _ => None,
+        }
+    }
+
+    /// What the run's spend is charged to and its budget checked against: a live judge's own
+    /// accounting, so that the run's target draws on the same `--budget` as its judges (and, in
+    /// the fleet, as the runs that share the judge); an offline judge spends nothing, so the
+    /// target gets a new one with `judges`' prices and budget.
+    pub fn accounting(&self, judges: &JudgeConfig) -> Arc<Accounting> {
+        match self {
+            Judge::Live(live) => live.accounting.clone(),
+            Judge::None | Judge::Heuristic => {
+                Arc::new(Accounting::new(judges.prices.clone(), judges.budget_usd))
+            }
         }
     }
 

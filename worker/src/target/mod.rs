@@ -3,12 +3,15 @@
 //! completed record) is `evalfleet_suites::target`.
 //!
 //! `run.rs` is the road from a record waiting for its outputs to an example the suite
-//! validated; `chat.rs` and `http.rs` are the two kinds of call.
+//! validated; `chat.rs` and `http.rs` are the two kinds of call; `estimate.rs` counts a target
+//! run's calls for `--estimate`.
 
 mod chat;
+mod estimate;
 mod http;
 mod run;
 
 pub use chat::{ChatTarget, Generated};
+pub use estimate::{ReplyTokens, TargetEstimate, TargetEstimator, TYPICAL_TARGET_REPLY_TOKENS};
 pub use http::{Called, HttpTarget, TargetFailure};
 pub use run::{Generation, NotGenerated, RunTarget, TargetParts};

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use evalfleet_config::{Price, ProviderConfig, RetryConfig, Target};
+use evalfleet_contract::judge_cache::{CachedReply, JudgeCache};
 use evalfleet_model::record::TargetCall;
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_suites::evaluate::{Evaluator, Example};
 use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::{PendingRecord, Reply, Secrets, TargetPlan};
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::{ChatTarget, HttpTarget};
 use crate::judge::accounting::Accounting;
@@ -30,8 +32,11 @@ pub struct RunTarget {
     model: Option<String>,
     /// What the completed record is validated with.
     rules: ProviderRules,
-    /// Chat targets' cost per model (the judges' prices table).
-    accounting: Accounting,
+    /// Chat targets' cost per model (the judges' prices table), and the run budget the calls
+    /// draw on: the judges' once [`RunTarget::charged_to`] shares it.
+    accounting: Arc<Accounting>,
+    /// Replies kept by request, when the target's calls are deterministic.
+    cache: Option<Arc<dyn JudgeCache>>,
 }
 
 /// An example the target completed.
@@ -57,6 +62,9 @@ pub struct TargetParts<'a> {
     pub rules: ProviderRules,
     /// Reads `${VAR}` and API keys: the environment of this process.
     pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Where replies are kept (the judges' cache), used when the target caches
+    /// ([`Target::caches`]).
+    pub cache: Arc<dyn JudgeCache>,
 }
 
 impl RunTarget {
@@ -98,13 +106,22 @@ impl RunTarget {
             Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone())?),
         };
         metrics().init_target(plan.name());
+        let cache = (plan.target.caches() && parts.cache.enabled()).then_some(parts.cache);
         Ok(RunTarget {
             plan,
             caller,
             model: parts.model,
             rules: parts.rules,
-            accounting: Accounting::new(parts.prices.clone(), None),
+            accounting: Arc::new(Accounting::new(parts.prices.clone(), None)),
+            cache,
         })
+    }
+
+    /// Charges this target's calls to `accounting` and calls no more once its budget is spent:
+    /// the run's judges' ([`crate::Judge::accounting`]), so that `--budget` covers both.
+    pub fn charged_to(mut self, accounting: Arc<Accounting>) -> Self {
+        self.accounting = accounting;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -116,74 +133,46 @@ impl RunTarget {
         self.plan.clone()
     }
 
-    /// Asks the target for `pending`'s outputs and validates the completed record as `suite`
-    /// validates a recorded one.
+    /// Asks the target for `pending`'s outputs (or takes the reply the cache kept for the same
+    /// request) and validates the completed record as `suite` validates a recorded one.
     pub async fn generate(
         &self,
         suite: &Arc<Suite>,
         pending: &PendingRecord,
     ) -> Result<Generation, NotGenerated> {
-        let name = self.name().to_owned();
-        let (reply, call) = match &self.caller {
-            Caller::Chat(chat) => {
-                let generated = chat
-                    .call(&pending.record, self.model.as_deref())
-                    .await
-                    .map_err(|e| NotGenerated {
-                        reason: e.to_string(),
-                        call: None,
-                    })?;
-                let cost = self.accounting.cost(
-                    &generated.model,
-                    generated.usage.input,
-                    generated.usage.output,
-                );
-                let call = TargetCall {
-                    name: name.clone(),
-                    latency_ms: generated.latency_ms,
-                    attempts: generated.attempts,
-                    tokens_in: generated.usage.input,
-                    tokens_out: generated.usage.output,
-                    cost_usd: cost,
-                };
-                let reply = Reply::Chat {
-                    text: generated.text,
-                    model: generated.model,
-                };
+        let key = self.cache_key(&pending.record);
+        let cached = match (&self.cache, &key) {
+            (Some(cache), Some(key)) => cache.get_reply(key).await,
+            _ => None,
+        };
+        let (reply, call) = match cached {
+            // A reply already paid for: no attempt, no latency, no cost.
+            Some(hit) => (
+                hit.reply,
+                TargetCall {
+                    name: self.name().to_owned(),
+                    tokens_in: hit.tokens_in,
+                    tokens_out: hit.tokens_out,
+                    ..TargetCall::default()
+                },
+            ),
+            None => {
+                self.within_budget()?;
+                let (reply, call) = self.call(pending).await?;
+                self.accounting.charge(call.cost_usd);
+                self.observe(&call);
+                if let (Some(cache), Some(key)) = (&self.cache, &key) {
+                    let kept = CachedReply {
+                        reply: reply.clone(),
+                        tokens_in: call.tokens_in,
+                        tokens_out: call.tokens_out,
+                    };
+                    cache.put_reply(key, &kept).await;
+                }
                 (reply, call)
             }
-            Caller::Http(http) => {
-                let called = http.call(&pending.record).await.map_err(|e| NotGenerated {
-                    reason: e.to_string(),
-                    call: None,
-                })?;
-                let price = match &self.plan.target {
-                    Target::Http(t) => t.price_per_call.unwrap_or(0.0),
-                    Target::Chat(_) => 0.0,
-                };
-                let call = TargetCall {
-                    name: name.clone(),
-                    latency_ms: called.latency_ms,
-                    attempts: called.attempts,
-                    cost_usd: price,
-                    ..TargetCall::default()
-                };
-                (Reply::Http(called.reply), call)
-            }
         };
-        let m = metrics();
-        m.target_duration
-            .with_label_values(&[&name])
-            .observe(call.latency_ms / 1000.0);
-        m.target_tokens
-            .with_label_values(&[&name, "input"])
-            .inc_by(call.tokens_in);
-        m.target_tokens
-            .with_label_values(&[&name, "output"])
-            .inc_by(call.tokens_out);
-        m.target_cost
-            .with_label_values(&[&name])
-            .inc_by(call.cost_usd);
+        let name = self.name().to_owned();
         let failed = |reason: String| NotGenerated {
             reason,
             call: Some(call.clone()),
@@ -201,5 +190,184 @@ impl RunTarget {
             outputs: completed.outputs,
             call,
         })
+    }
+
+    /// The cache key of `record`'s request: the target's name and the rendered request
+    /// (headers left out: they authenticate, they do not ask), hashed. None when the target
+    /// does not cache or the request does not render (the call then says why).
+    fn cache_key(&self, record: &Map<String, Value>) -> Option<String> {
+        self.cache.as_ref()?;
+        let mut hasher = Sha256::new();
+        let mut part = |p: &[u8]| {
+            hasher.update((p.len() as u64).to_le_bytes());
+            hasher.update(p);
+        };
+        part(self.name().as_bytes());
+        match &self.caller {
+            Caller::Chat(_) => {
+                let call = self.plan.chat(record, self.model.as_deref()).ok()?;
+                part(call.model.as_bytes());
+                part(call.system.as_deref().unwrap_or_default().as_bytes());
+                part(call.prompt.as_bytes());
+                part(Value::Object(call.params).to_string().as_bytes());
+            }
+            Caller::Http(_) => {
+                let call = self.plan.http(record).ok()?;
+                part(call.method.as_bytes());
+                part(call.url.as_bytes());
+                part(call.body.to_string().as_bytes());
+            }
+        }
+        Some(format!("{:x}", hasher.finalize()))
+    }
+
+    /// Err once the run's budget (shared with its judges) is spent: no call is made.
+    fn within_budget(&self) -> Result<(), NotGenerated> {
+        if self.accounting.within_budget() {
+            return Ok(());
+        }
+        let budget = self.accounting.budget_usd().unwrap_or_default();
+        Err(NotGenerated {
+            reason: format!(
+                "target {}: the run budget of {budget} USD is spent",
+                self.name()
+            ),
+            call: None,
+        })
+    }
+
+    /// One call to the target: its reply and what the call took.
+    async fn call(&self, pending: &PendingRecord) -> Result<(Reply, TargetCall), NotGenerated> {
+        let name = self.name().to_owned();
+        let not_called = |reason: String| NotGenerated { reason, call: None };
+        match &self.caller {
+            Caller::Chat(chat) => {
+                let generated = chat
+                    .call(&pending.record, self.model.as_deref())
+                    .await
+                    .map_err(|e| not_called(e.to_string()))?;
+                let cost = self.accounting.cost(
+                    &generated.model,
+                    generated.usage.input,
+                    generated.usage.output,
+                );
+                let call = TargetCall {
+                    name,
+                    latency_ms: generated.latency_ms,
+                    attempts: generated.attempts,
+                    tokens_in: generated.usage.input,
+                    tokens_out: generated.usage.output,
+                    cost_usd: cost,
+                };
+                let reply = Reply::Chat {
+                    text: generated.text,
+                    model: generated.model,
+                };
+                Ok((reply, call))
+            }
+            Caller::Http(http) => {
+                let called = http
+                    .call(&pending.record)
+                    .await
+                    .map_err(|e| not_called(e.to_string()))?;
+                let price = match &self.plan.target {
+                    Target::Http(t) => t.price_per_call.unwrap_or(0.0),
+                    Target::Chat(_) => 0.0,
+                };
+                let call = TargetCall {
+                    name,
+                    latency_ms: called.latency_ms,
+                    attempts: called.attempts,
+                    cost_usd: price,
+                    ..TargetCall::default()
+                };
+                Ok((Reply::Http(called.reply), call))
+            }
+        }
+    }
+
+    /// A call's figures into the target's metrics.
+    fn observe(&self, call: &TargetCall) {
+        let name = self.name();
+        let m = metrics();
+        m.target_duration
+            .with_label_values(&[name])
+            .observe(call.latency_ms / 1000.0);
+        m.target_tokens
+            .with_label_values(&[name, "input"])
+            .inc_by(call.tokens_in);
+        m.target_tokens
+            .with_label_values(&[name, "output"])
+            .inc_by(call.tokens_out);
+        m.target_cost
+            .with_label_values(&[name])
+            .inc_by(call.cost_usd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use evalfleet_config::Price;
+    use evalfleet_contract::judge_cache::NoCache;
+    use evalfleet_fake_provider::{spawn, FakeProviderArgs};
+    use evalfleet_model::suite::SuiteKind;
+
+    use super::*;
+
+    /// A bundled rag-layers record without its trace: what the demo agent answers for.
+    fn question() -> PendingRecord {
+        let text = include_str!("../../../examples/rag-layers.jsonl");
+        let line = text.lines().find(|l| l.starts_with('{')).unwrap();
+        let mut record: Map<String, Value> = serde_json::from_str(line).unwrap();
+        record.remove("trace");
+        PendingRecord {
+            id: record["id"].as_str().unwrap().to_owned(),
+            record,
+            replaced: Vec::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_target_call_is_refused_once_the_shared_budget_is_spent() {
+        let (addr, _server) = spawn(FakeProviderArgs {
+            port: 0,
+            wrap_rate: 0.0,
+            ..FakeProviderArgs::default()
+        })
+        .await
+        .expect("the fake starts");
+        let yaml = format!(
+            "name: demo\nkind: http\nurl: \"http://{addr}/agent\"\n\
+             body: {{question: \"{{{{ question }}}}\"}}\noutputs: {{trace: /data/trace}}\n\
+             price_per_call: 0.01\n"
+        );
+        let prices: BTreeMap<String, Price> = BTreeMap::new();
+        let env = |_: &str| None;
+        let budget = Arc::new(Accounting::new(prices.clone(), Some(0.015)));
+        let target = RunTarget::new(TargetParts {
+            target: Target::parse(&yaml).unwrap(),
+            model: None,
+            providers: &BTreeMap::new(),
+            retry: &RetryConfig::default(),
+            prices: &prices,
+            rules: ProviderRules::default(),
+            env: &env,
+            cache: Arc::new(NoCache),
+        })
+        .unwrap()
+        .charged_to(budget.clone());
+        let suite = Arc::new(Suite::builtin(SuiteKind::RagLayers));
+        let first = target.generate(&suite, &question()).await;
+        assert!(first.is_ok(), "{:?}", first.err().map(|n| n.reason));
+        assert!(budget.within_budget(), "0.01 of 0.015 USD spent");
+        // A judge's call spends the rest of the run's budget.
+        budget.charge(0.005);
+        let refused = target.generate(&suite, &question()).await.err().unwrap();
+        assert_eq!(
+            refused.reason,
+            "target demo: the run budget of 0.015 USD is spent"
+        );
+        assert!(refused.call.is_none(), "no call was made");
+        assert!((budget.spent_usd() - 0.015).abs() < 1e-12);
     }
 }

@@ -8,8 +8,9 @@ use evalfleet_config::Target;
 
 use super::TargetPlan;
 
-/// What a target answered.
-#[derive(Debug, Clone, PartialEq)]
+/// What a target answered (as the reply cache keeps it, too).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Reply {
     /// A chat reply's text and the model that answered.
     Chat { text: String, model: String },

@@ -110,21 +110,12 @@ impl TargetPlan {
         }
         Ok(PendingRecord {
             id,
-            replaced: self.fills().filter(|f| has_path(object, f)).collect(),
+            replaced: (self.target.fills().into_iter())
+                .filter(|f| has_path(object, f))
+                .map(str::to_owned)
+                .collect(),
             record: object.clone(),
         })
-    }
-
-    /// The record fields the target fills (dotted paths): its outputs and constant fields.
-    pub fn fills(&self) -> impl Iterator<Item = String> + '_ {
-        let (outputs, set): (Vec<&String>, _) = match &self.target {
-            Target::Chat(t) => (
-                std::iter::once(&t.output).chain(&t.model_field).collect(),
-                &t.set,
-            ),
-            Target::Http(t) => (t.outputs.keys().collect(), &t.set),
-        };
-        outputs.into_iter().chain(set.keys()).cloned()
     }
 
     fn render(&self, key: &str, record: &Map<String, Value>) -> Result<String, String> {

@@ -61,7 +61,8 @@ pub struct LiveJudge {
     config: JudgeConfig,
     providers: BTreeMap<String, ProviderRuntime>,
     cache: Arc<dyn JudgeCache>,
-    pub accounting: Accounting,
+    /// Shared with the run's target ([`crate::Judge::accounting`]): one budget for both.
+    pub accounting: Arc<Accounting>,
     /// Set on the first 401/403: every later call fails at once with this reason.
     stop: OnceLock<String>,
     /// Batch-mode questions park their example here until the batch coordinator has their
@@ -148,7 +149,7 @@ impl LiveJudge {
             config: config.clone(),
             providers,
             cache,
-            accounting: Accounting::new(config.prices.clone(), config.budget_usd),
+            accounting: Arc::new(Accounting::new(config.prices.clone(), config.budget_usd)),
             stop: OnceLock::new(),
             parking: None,
             shared: None,
