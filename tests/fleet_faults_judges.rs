@@ -264,3 +264,79 @@ fn sigterm_gives_the_unstarted_prefetch_to_another_worker_at_once() {
     // Each example judged once per dimension: nothing was started twice.
     assert_eq!(total(&fake.stats()), 8, "{}", fake.stats());
 }
+
+/// A chat target and the judges on one provider share its quota: three workers, 3,000
+/// requests/minute between target calls and judge calls, reach at least 95% of it in their
+/// steady state, and fewer than 0.5% of the calls are answered 429.
+#[test]
+fn a_target_and_the_judges_share_one_provider_quota() {
+    const N: u64 = 330;
+    const RPM: u32 = 3000;
+    let fake = FakeServer::start(FakeProviderArgs {
+        rpm_openai: RPM,
+        rpm_anthropic: RPM,
+        rate_limit_mode: RateLimitMode::SlidingWindow,
+        ..FakeProviderArgs::default()
+    });
+    let cfg = LiveConfig {
+        rpm: RPM,
+        ..LiveConfig::default()
+    };
+    let mut fleet = live_fleet(&fake, "  fleet_rate_limits: true\n", &cfg);
+    // The target asks OpenAI; its answers are recorded as a Claude model's, so the judges ask
+    // OpenAI too: one quota for both.
+    let target = fleet.dir.path().join("bot.yaml");
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0.7}\noutput: response\n\
+         set: {model: claude-3-5-haiku-20241022, prompt_version: bot-v1}\n",
+    )
+    .unwrap();
+    for (name, port) in [("w1", 19741), ("w2", 19742), ("w3", 19743)] {
+        fleet.worker(name, port);
+    }
+    fleet.aggregator("agg", 19750);
+    let tickets: Vec<serde_json::Value> = (0..N)
+        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops every hour")}))
+        .collect();
+    let data = write_dataset(fleet.dir.path(), &tickets);
+    let run_id = format!("{}-shared-quota", fleet.prefix);
+    fleet
+        .run(
+            &[
+                "submit",
+                data.to_str().expect("utf-8 path"),
+                "--judge",
+                "live",
+                "--target",
+                target.to_str().unwrap(),
+                "--run-id",
+                &run_id,
+            ],
+            Duration::from_secs(60),
+        )
+        .assert_code(0);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, N);
+    assert_eq!(report["totals"]["ok"], N, "{}", report["totals"]);
+
+    let stats = fake.stats();
+    let calls = N * (1 + DIMS.len() as u64);
+    assert_eq!(provider_status(&stats, "openai", 200), calls, "{stats}");
+    assert_eq!(provider_status(&stats, "anthropic", 200), 0, "{stats}");
+    let throttled = status_count(&stats, 429);
+    assert!(
+        (throttled as f64) < 0.005 * calls as f64,
+        "{throttled} of {calls} answered 429: {stats}"
+    );
+    // The steady state (the middle 80% of the calls): at least 95% of the quota.
+    let times = fake.timeline("openai");
+    let (a, b) = (times.len() / 10, times.len() * 9 / 10);
+    let per_s = (b - a) as f64 / ((times[b] - times[a]) as f64 / 1000.0);
+    let quota = f64::from(RPM) / 60.0;
+    assert!(
+        per_s >= 0.95 * quota,
+        "{per_s:.1} calls/s of a {quota:.0}/s quota"
+    );
+}

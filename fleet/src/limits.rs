@@ -3,6 +3,8 @@
 //! provider. Each worker keeps its own local limits too; these bound the fleet's sum.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::{PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,7 +27,9 @@ struct ProviderLimits {
 const UNLIMITED: u32 = 60_000_000;
 
 pub struct FleetLimits {
-    providers: HashMap<String, ProviderLimits>,
+    store: RedisStore,
+    /// By quota name: the configured providers, then the targets runs declare.
+    providers: RwLock<HashMap<String, Arc<ProviderLimits>>>,
 }
 
 impl FleetLimits {
@@ -33,27 +37,39 @@ impl FleetLimits {
         let providers = judges
             .providers
             .iter()
-            .map(|(name, p)| {
-                // Leases of a tenth of a second's quota: few Redis round trips, little hoarding.
-                let lease = |per_minute: u32| (per_minute / 600).max(1);
-                let rpm = if p.rpm > 0 { p.rpm } else { UNLIMITED };
-                let limits = ProviderLimits {
-                    requests: FleetLimiter::new(store, &format!("{name}:rpm"), rpm, lease(rpm)),
-                    tokens: (p.tpm > 0).then(|| {
-                        FleetLimiter::new(store, &format!("{name}:tpm"), p.tpm, lease(p.tpm))
-                    }),
-                };
-                (name.clone(), limits)
-            })
+            .map(|(name, p)| (name.clone(), Arc::new(limits(store, name, p.rpm, p.tpm))))
             .collect();
-        FleetLimits { providers }
+        FleetLimits {
+            store: store.clone(),
+            providers: RwLock::new(providers),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<Arc<ProviderLimits>> {
+        let providers = self
+            .providers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        providers.get(name).cloned()
+    }
+}
+
+/// The fleet-wide limiters of quota `name`.
+fn limits(store: &RedisStore, name: &str, rpm: u32, tpm: u32) -> ProviderLimits {
+    // Leases of a tenth of a second's quota: few Redis round trips, little hoarding.
+    let lease = |per_minute: u32| (per_minute / 600).max(1);
+    let rpm = if rpm > 0 { rpm } else { UNLIMITED };
+    ProviderLimits {
+        requests: FleetLimiter::new(store, &format!("{name}:rpm"), rpm, lease(rpm)),
+        tokens: (tpm > 0)
+            .then(|| FleetLimiter::new(store, &format!("{name}:tpm"), tpm, lease(tpm))),
     }
 }
 
 #[async_trait]
 impl SharedLimiter for FleetLimits {
     async fn acquire(&self, provider: &str, tokens: u32) {
-        let Some(p) = self.providers.get(provider) else {
+        let Some(p) = self.get(provider) else {
             return;
         };
         if let Err(e) = p.requests.acquire(1).await {
@@ -67,7 +83,7 @@ impl SharedLimiter for FleetLimits {
     }
 
     async fn throttled(&self, provider: &str, retry_after: Option<Duration>) {
-        if let Some(p) = self.providers.get(provider) {
+        if let Some(p) = self.get(provider) {
             if let Err(e) = p
                 .requests
                 .pause_fleet(retry_after.unwrap_or(DEFAULT_PAUSE))
@@ -76,5 +92,15 @@ impl SharedLimiter for FleetLimits {
                 tracing::warn!(provider, error = %e, "cannot pause the fleet after a 429");
             }
         }
+    }
+
+    fn declare(&self, name: &str, rpm: u32, tpm: u32) {
+        let mut providers = self
+            .providers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        providers
+            .entry(name.to_owned())
+            .or_insert_with(|| Arc::new(limits(&self.store, name, rpm, tpm)));
     }
 }

@@ -15,7 +15,7 @@ use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
 use evalfleet_suites::suite::Suite;
-use evalfleet_worker::judge::cache::{InMemoryCache, JudgeCache};
+use evalfleet_worker::judge::cache::InMemoryCache;
 use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{build_judge, Judge, LiveParts, WorkerStats};
 
@@ -76,24 +76,19 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     }
     let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
     let choices = args.target.choices()?;
-    // One cache for the process: judges' verdicts and targets' replies, as the fleet's Redis.
-    let cache: Arc<dyn JudgeCache> = Arc::new(InMemoryCache::default());
+    // What the process's judges and targets share: one cache (verdicts and replies, as the
+    // fleet's Redis) and one gate per rate limit.
+    let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
     if choices.len() < 2 {
         let target = choices
             .first()
-            .map(|c| {
-                c.build(
-                    c.find(&config, &suite, args.judges.judge)?,
-                    &config,
-                    cache.clone(),
-                )
-            })
+            .map(|c| c.build(c.find(&config, &suite, args.judges.judge)?, &config, &parts))
             .transpose()?;
         let out = args
             .out
             .clone()
             .unwrap_or_else(|| config.reports_dir.join(&run_id));
-        let own = run_one(&args, &config, suite, target, cache, &run_id, &out)?;
+        let own = run_one(&args, &config, suite, target, &parts, &run_id, &out)?;
         return match &args.baseline {
             Some(baseline) => {
                 let compared = super::compare::against_baseline(
@@ -108,7 +103,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             None => Ok(own),
         };
     }
-    several_targets(&args, &config, suite, &choices, cache, &run_id)
+    several_targets(&args, &config, suite, &choices, &parts, &run_id)
 }
 
 /// `--target a --target b`: the dataset run once per target (run ids `<run_id>-<label>`,
@@ -120,7 +115,7 @@ fn several_targets(
     config: &Config,
     suite: Suite,
     choices: &[TargetChoice],
-    cache: Arc<dyn JudgeCache>,
+    parts: &LiveParts,
     run_id: &str,
 ) -> anyhow::Result<Exit> {
     if args.baseline.is_some() {
@@ -142,7 +137,7 @@ fn several_targets(
     let labels = super::target::run_labels(&found)?;
     let mut targets = found
         .into_iter()
-        .map(|f| f.choice.build(f.target, config, cache.clone()))
+        .map(|f| f.choice.build(f.target, config, parts))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut exit = Exit::Success;
     let mut first: Option<PathBuf> = None;
@@ -157,7 +152,7 @@ fn several_targets(
             config,
             suite.clone(),
             Some(target),
-            cache.clone(),
+            parts,
             &id,
             &out,
         )?);
@@ -186,13 +181,12 @@ fn run_one(
     config: &Config,
     suite: Suite,
     target: Option<RunTarget>,
-    cache: Arc<dyn JudgeCache>,
+    parts: &LiveParts,
     run_id: &str,
     out: &Path,
 ) -> anyhow::Result<Exit> {
     let dataset_bytes = super::dataset_len(&args.dataset)?;
-    let parts = LiveParts::new(cache);
-    let judge = build_judge(args.judges.judge, &config.judges, &parts).map_err(BadInput)?;
+    let judge = build_judge(args.judges.judge, &config.judges, parts).map_err(BadInput)?;
     // One budget for the run: the target's calls are charged where the judges' are.
     let target = target.map(|t| t.charged_to(judge.accounting(&config.judges)));
     let live = matches!(judge, Judge::Live(_));

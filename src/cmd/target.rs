@@ -7,9 +7,8 @@ use clap::Args;
 use evalfleet_config::{Config, Target};
 use evalfleet_model::suite::SuiteKind;
 use evalfleet_suites::suite::Suite;
-use evalfleet_worker::judge::cache::JudgeCache;
 use evalfleet_worker::target::{RunTarget, TargetEstimator, TargetParts};
-use evalfleet_worker::JudgeMode;
+use evalfleet_worker::{JudgeMode, LiveParts};
 
 use crate::exit::BadInput;
 
@@ -137,12 +136,13 @@ impl TargetChoice {
     /// `target` (what [`TargetChoice::find`] found) ready to call from this process (`run`):
     /// its provider, key and `${VAR}`s read now, so that a missing one stops the run before any
     /// call.
-    /// Its replies are kept in `cache` (the run's judge cache).
+    /// Its replies are kept in the cache of `parts` (the judges'), and its calls pass the
+    /// gates of `parts` (a chat target its provider's, as the judges do).
     pub fn build(
         &self,
         target: Target,
         config: &Config,
-        cache: Arc<dyn JudgeCache>,
+        parts: &LiveParts,
     ) -> anyhow::Result<RunTarget> {
         let env = |name: &str| std::env::var(name).ok();
         let built = RunTarget::new(TargetParts {
@@ -153,7 +153,8 @@ impl TargetChoice {
             prices: &config.judges.prices,
             rules: config.model_prefixes.clone(),
             env: &env,
-            cache,
+            cache: parts.cache(),
+            gates: &parts.gates(),
         })
         .map_err(BadInput)?;
         Ok(built)

@@ -5,6 +5,7 @@
 
 pub mod consume;
 pub mod coordinator;
+pub mod gate;
 pub mod http;
 pub mod judge;
 pub mod metrics;

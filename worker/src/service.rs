@@ -204,6 +204,7 @@ impl<D: RunRegistry> FleetRuns<D> {
                 rules: spec.model_prefixes.clone(),
                 env: &env,
                 cache: self.live.cache(),
+                gates: &self.live.gates(),
             })
             .map_err(WorkerError::Stopped)?;
             let accounting = pipeline.judge.accounting(&spec.judges);

@@ -246,11 +246,8 @@ impl Target {
                 if !(t.timeout_s > 0.0 && t.timeout_s.is_finite()) {
                     return Err("timeout_s: must be a positive number of seconds".into());
                 }
-                if t.rpm > 0 {
-                    return Err("rpm: a target's rate limit is not enforced yet (--concurrency bounds the calls in flight); remove the key".into());
-                }
-                if t.max_in_flight != default_in_flight() {
-                    return Err("max_in_flight: not enforced yet (--concurrency bounds the calls in flight); remove the key".into());
+                if t.max_in_flight == 0 {
+                    return Err("max_in_flight: must be at least 1".into());
                 }
             }
         }
@@ -325,10 +322,8 @@ retry: {max_attempts: 5, base_delay_ms: 500, max_delay_ms: 30000}
         // Keys of the contract this version does not do yet are refused, never ignored.
         let err = Target::parse(&format!("{CHAT}epochs: 3\n")).unwrap_err();
         assert!(err.contains("not") && err.contains("epochs"), "{err}");
-        for key in ["rpm: 600", "max_in_flight: 8"] {
-            let err = Target::parse(&format!("{HTTP}{key}\n")).unwrap_err();
-            assert!(err.contains("not enforced yet"), "{err}");
-        }
+        let err = Target::parse(&format!("{HTTP}max_in_flight: 0\n")).unwrap_err();
+        assert!(err.contains("max_in_flight"), "{err}");
         let err = Target::parse(&HTTP.replace("http://127.0.0.1", "ftp://user:pw@127.0.0.1"))
             .unwrap_err();
         assert!(err.contains("url:") && !err.contains("pw"), "{err}");

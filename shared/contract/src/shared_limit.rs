@@ -1,5 +1,5 @@
-//! Fleet-wide admission for judge calls: one provider quota shared by every worker (a GCRA in
-//! Redis), and one 429 slowing the whole fleet. A trait here so the worker's judge can take it
+//! Fleet-wide admission for judge and target calls: one provider's (or an http target's) quota
+//! shared by every worker (a GCRA in Redis), and one 429 slowing the whole fleet. A trait here so the worker's judge can take it
 //! without depending on Redis.
 
 use std::time::Duration;
@@ -14,4 +14,7 @@ pub trait SharedLimiter: Send + Sync {
     /// `provider` answered 429 or is overloaded: every worker waits `retry_after` (or a short
     /// default) before its next call there.
     async fn throttled(&self, provider: &str, retry_after: Option<Duration>);
+    /// A quota this limiter's configuration does not name (an http target's, from a run's
+    /// spec): `rpm` and `tpm` (0 = none) from now on. A quota already known is kept.
+    fn declare(&self, name: &str, rpm: u32, tpm: u32);
 }

@@ -12,6 +12,7 @@ use evalfleet_contract::judge_cache::{JudgeCache, NoCache};
 use evalfleet_contract::shared_limit::SharedLimiter;
 
 use super::{Judge, JudgeMode, LiveJudge};
+use crate::gate::Gates;
 
 /// What a live judge is built with besides its configuration: what the process around it
 /// offers (a cache, in the fleet a batch store and a fleet-wide limiter) and whether runs with
@@ -24,8 +25,9 @@ pub struct LiveParts {
     /// batch takes hours, more than the broker's consumer timeout): in memory for `run`, in
     /// Redis for the fleet.
     parking: Arc<dyn BatchStore>,
-    /// The fleet-wide quotas and throttle, shared with the other workers.
-    limiter: Option<Arc<dyn SharedLimiter>>,
+    /// Every rate limit's gate, shared by the judges and targets of every run in the process
+    /// (and, in the fleet, passing the quotas shared with the other workers).
+    gates: Arc<Gates>,
     /// With [`LiveParts::shared`]: the live judges built so far, by judge configuration.
     shared: Option<Mutex<HashMap<String, Arc<LiveJudge>>>>,
 }
@@ -36,7 +38,7 @@ impl LiveParts {
         LiveParts {
             cache,
             parking: Arc::new(InProcessBatchStore::new()),
-            limiter: None,
+            gates: Arc::new(Gates::default()),
             shared: None,
         }
     }
@@ -52,10 +54,15 @@ impl LiveParts {
         self
     }
 
-    /// Every call is also admitted through `limiter` (see [`LiveJudge::with_shared_limiter`]).
+    /// Every call is also admitted through `limiter`, the fleet's quotas.
     pub fn with_limiter(mut self, limiter: Option<Arc<dyn SharedLimiter>>) -> Self {
-        self.limiter = limiter;
+        self.gates = Arc::new(Gates::fleet_wide(limiter));
         self
+    }
+
+    /// The process's gates: a chat target takes its provider's from here, the judges' own.
+    pub fn gates(&self) -> Arc<Gates> {
+        self.gates.clone()
     }
 
     /// Runs whose judge configuration is identical share one live judge: its rate limits, its
@@ -88,12 +95,9 @@ impl LiveParts {
         } else {
             Arc::new(NoCache)
         };
-        let mut live = LiveJudge::new(judges, cache)?;
+        let mut live = LiveJudge::new(judges, cache, &self.gates)?;
         if judges.batches() {
             live = live.with_parking(self.parking.clone());
-        }
-        if let Some(limiter) = &self.limiter {
-            live = live.with_shared_limiter(limiter.clone());
         }
         Ok(live)
     }

@@ -1,8 +1,7 @@
 //! One chat target's calls: its prompt to a provider under `providers:`, retried as a judge
 //! call is (the same retryable errors, never sooner than `Retry-After`).
-//!
-//! Not yet: sharing the judges' quota, adaptive cap and cache for the same provider (the issue
-//! asks for one limiter per API key); a chat target here has its own client.
+//! Its calls pass the provider's gate, the one the judges of the same provider pass: one API key
+//! has one rate limit.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -14,6 +13,8 @@ use evalfleet_suites::target::TargetPlan;
 use serde_json::{Map, Value};
 
 use super::TargetFailure;
+use crate::gate::{Gate, Gates};
+use crate::judge::estimate::estimated_tokens;
 use crate::judge::provider::{CallError, GenerateRequest, ProviderClient, TokenUsage};
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
@@ -24,6 +25,7 @@ pub struct ChatTarget {
     client: ProviderClient,
     retry: RetryConfig,
     max_tokens: u32,
+    gate: Arc<Gate>,
 }
 
 /// A chat reply.
@@ -38,13 +40,15 @@ pub struct Generated {
 }
 
 impl ChatTarget {
-    /// `plan` must be a chat target's; `provider` is its entry under `providers:` and
-    /// `api_key` the key its `api_key_env` names.
+    /// `plan` must be a chat target's; `provider` is its entry under `providers:` (named
+    /// `provider_name`) and `api_key` the key its `api_key_env` names. Its calls pass the
+    /// provider's gate in `gates`.
     pub fn new(
         plan: Arc<TargetPlan>,
-        provider: &ProviderConfig,
+        (provider_name, provider): (&str, &ProviderConfig),
         api_key: String,
         retry: RetryConfig,
+        gates: &Gates,
     ) -> Result<Self, String> {
         if !matches!(plan.target, Target::Chat(_)) {
             return Err(format!("target {} is not a chat target", plan.name()));
@@ -56,6 +60,7 @@ impl ChatTarget {
             client,
             retry,
             max_tokens: provider.max_tokens,
+            gate: gates.provider(provider_name, provider),
         })
     }
 
@@ -80,11 +85,22 @@ impl ChatTarget {
             params: &call.params,
             default_max_tokens: self.max_tokens,
         };
+        let max_tokens = call
+            .params
+            .get("max_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(u64::from(self.max_tokens));
+        let estimate =
+            estimated_tokens(&[call.system.as_deref().unwrap_or_default(), &call.prompt])
+                .saturating_add(max_tokens);
+        let estimate = u32::try_from(estimate).unwrap_or(u32::MAX);
         let attempts = AtomicU32::new(0);
         let started = Instant::now();
         let reply = (|| async {
+            let _slot = self.gate.admit(estimate).await;
             attempts.fetch_add(1, Ordering::Relaxed);
             let reply = self.client.generate(&request).await;
+            self.gate.observe(reply.as_ref().map(|(c, _)| c));
             let status = match &reply {
                 Ok((completion, _)) => completion.status.to_string(),
                 Err(e) => e.status().map_or_else(
@@ -167,7 +183,15 @@ mod tests {
             base_delay_ms: 10,
             max_delay_ms: 50,
         };
-        ChatTarget::new(Arc::new(plan), &provider, "sk-test".into(), retry).unwrap()
+        let gates = Gates::default();
+        ChatTarget::new(
+            Arc::new(plan),
+            (name, &provider),
+            "sk-test".into(),
+            retry,
+            &gates,
+        )
+        .unwrap()
     }
 
     fn record() -> Map<String, Value> {

@@ -13,6 +13,8 @@ use evalfleet_suites::target::TargetPlan;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
+use crate::gate::{Gate, Gates, Limits};
+use crate::judge::limit::Signal;
 use crate::judge::provider::retry_after;
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
@@ -22,6 +24,8 @@ pub struct HttpTarget {
     plan: Arc<TargetPlan>,
     http: reqwest::Client,
     retry: RetryConfig,
+    /// Its `rpm` (fleet-wide in a fleet) and its adaptive `max_in_flight`.
+    gate: Arc<Gate>,
 }
 
 /// A call that came back with JSON.
@@ -72,8 +76,8 @@ impl Attempt {
 }
 
 impl HttpTarget {
-    /// `plan` must be an http target's.
-    pub fn new(plan: Arc<TargetPlan>) -> Result<Self, String> {
+    /// `plan` must be an http target's; its calls pass its gate in `gates`.
+    pub fn new(plan: Arc<TargetPlan>, gates: &Gates) -> Result<Self, String> {
         let Target::Http(t) = &plan.target else {
             return Err(format!("target {} is not an http target", plan.name()));
         };
@@ -82,7 +86,18 @@ impl HttpTarget {
             .build()
             .map_err(|e| format!("target {}: cannot build its HTTP client: {e}", plan.name()))?;
         let retry = t.retry.clone();
-        Ok(HttpTarget { plan, http, retry })
+        let limits = Limits {
+            rpm: t.rpm,
+            tpm: 0,
+            max_in_flight: t.max_in_flight,
+        };
+        let gate = gates.target(&t.name, limits);
+        Ok(HttpTarget {
+            plan,
+            http,
+            retry,
+            gate,
+        })
     }
 
     /// Asks the target for `record`.
@@ -103,6 +118,7 @@ impl HttpTarget {
         let attempts = AtomicU32::new(0);
         let started = Instant::now();
         let once = || async {
+            let _slot = self.gate.admit(1).await;
             attempts.fetch_add(1, Ordering::Relaxed);
             let mut builder = self.http.request(method.clone(), &request.url);
             for (header, value) in &request.headers {
@@ -124,8 +140,17 @@ impl HttpTarget {
                 .inc();
             if !(200..300).contains(&status) {
                 let wait = retry_after(response.headers());
+                match status {
+                    429 => self.gate.signal(Signal::RateLimited {
+                        retry_after: wait,
+                        exhausted: None,
+                    }),
+                    503 | 529 => self.gate.signal(Signal::Overloaded),
+                    _ => {}
+                }
                 return Err(Attempt::Status { status, wait });
             }
+            self.gate.signal(Signal::Success);
             let bytes = response
                 .bytes()
                 .await

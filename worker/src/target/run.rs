@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{ChatTarget, HttpTarget};
+use crate::gate::Gates;
 use crate::judge::accounting::Accounting;
 use crate::metrics::metrics;
 
@@ -65,6 +66,9 @@ pub struct TargetParts<'a> {
     /// Where replies are kept (the judges' cache), used when the target caches
     /// ([`Target::caches`]).
     pub cache: Arc<dyn JudgeCache>,
+    /// The process's rate limits: a chat target passes its provider's (the judges' too), an
+    /// http target its own.
+    pub gates: &'a Gates,
 }
 
 impl RunTarget {
@@ -98,12 +102,13 @@ impl RunTarget {
                 })?;
                 Caller::Chat(Box::new(ChatTarget::new(
                     plan.clone(),
-                    provider,
+                    (&t.provider, provider),
                     key,
                     parts.retry.clone(),
+                    parts.gates,
                 )?))
             }
-            Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone())?),
+            Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone(), parts.gates)?),
         };
         metrics().init_target(plan.name());
         let cache = (plan.target.caches() && parts.cache.enabled()).then_some(parts.cache);
@@ -353,6 +358,7 @@ mod tests {
             rules: ProviderRules::default(),
             env: &env,
             cache: Arc::new(NoCache),
+            gates: &Gates::default(),
         })
         .unwrap()
         .charged_to(budget.clone());

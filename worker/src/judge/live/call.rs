@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use backon::Retryable;
 
 use super::{LiveJudge, ProviderRuntime, Reply, Tally};
-use crate::judge::limit::{Signal, Verdict};
 use crate::judge::prompt::Prompt;
 use crate::judge::provider::{CallError, Completion, TokenUsage};
 use crate::judge::JudgeFailure;
@@ -48,15 +47,7 @@ impl LiveJudge {
         let schedule = crate::judge::retry_schedule(&self.config.retry);
         let m = metrics();
         let attempt = || async {
-            let waiting = Instant::now();
-            let _slot = rt.adaptive.acquire().await;
-            rt.quotas.admit(estimate).await;
-            if let Some(shared) = &self.shared {
-                shared.acquire(&rt.name, estimate).await;
-            }
-            m.rate_limit_wait
-                .with_label_values(&[&rt.name])
-                .inc_by(waiting.elapsed().as_secs_f64());
+            let _slot = rt.gate.admit(estimate).await;
             tally.attempts.fetch_add(1, Ordering::Relaxed);
             let sent = Instant::now();
             let result = rt.client.complete(&request).await;
@@ -105,7 +96,7 @@ impl LiveJudge {
         }
     }
 
-    /// Feeds the outcome of a call to the provider's adaptive limit.
+    /// Feeds the outcome of a call to the provider's gate.
     fn observe(&self, rt: &ProviderRuntime, result: &Result<Completion, CallError>, tally: &Tally) {
         let status = match result {
             Ok(c) => Some(c.status),
@@ -114,33 +105,7 @@ impl LiveJudge {
         if let Ok(mut s) = tally.last_status.lock() {
             *s = status.or(*s);
         }
-        match result {
-            Ok(c) => {
-                rt.adaptive.signal(Signal::Success);
-                if let Some(reset) = c.limits.exhausted_reset() {
-                    rt.adaptive.signal(Signal::Exhausted { reset });
-                }
-            }
-            Err(CallError::RateLimited {
-                retry_after,
-                limits,
-                ..
-            }) => {
-                let verdict = rt.adaptive.signal(Signal::RateLimited {
-                    retry_after: *retry_after,
-                    exhausted: limits.exhausted_reset(),
-                });
-                if let (Verdict::PauseAll(wait), Some(shared)) = (verdict, &self.shared) {
-                    // Fire and forget: the fleet-wide pause must not delay this task's retry.
-                    let (shared, name) = (shared.clone(), rt.name.clone());
-                    tokio::spawn(async move { shared.throttled(&name, Some(wait)).await });
-                }
-            }
-            Err(CallError::Overloaded { .. }) => {
-                rt.adaptive.signal(Signal::Overloaded);
-            }
-            Err(_) => {}
-        }
+        rt.gate.observe(result.as_ref());
     }
 }
 

@@ -23,23 +23,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use evalfleet_config::{CallMode, JudgeConfig, ProviderConfig};
 use evalfleet_contract::batch_store::BatchStore;
-use evalfleet_contract::shared_limit::SharedLimiter;
 use evalfleet_model::record::Usage;
 
 use super::accounting::Accounting;
 use super::batch::BatchOptions;
 use super::cache::JudgeCache;
-use super::limit::{Adaptive, Quotas};
 use super::prompt::Prompt;
 use super::provider::{ChatRequest, ProviderClient, TokenUsage};
+use crate::gate::{Gate, Gates};
 
 /// One judge provider as the run uses it: its client, its model and its admission control.
 pub struct ProviderRuntime {
     pub name: String,
     pub model: String,
     client: Arc<ProviderClient>,
-    quotas: Quotas,
-    pub adaptive: Adaptive,
+    /// The provider's rate limit, shared with a chat target of the same provider.
+    pub gate: Arc<Gate>,
     max_tokens: u32,
     /// Batch mode: how the coordinator makes this provider's batches.
     batch: Option<BatchOptions>,
@@ -68,8 +67,6 @@ pub struct LiveJudge {
     /// Batch-mode questions park their example here until the batch coordinator has their
     /// replies (see `batched.rs`).
     parking: Option<Arc<dyn BatchStore>>,
-    /// The fleet-wide quota and throttle, when workers share one (Redis GCRA).
-    shared: Option<Arc<dyn SharedLimiter>>,
 }
 
 /// A judge's reply text and its tokens.
@@ -107,8 +104,12 @@ impl Tally {
 
 impl LiveJudge {
     /// Builds the clients of every provider the routing can reach, reading each API key from
-    /// its environment variable.
-    pub fn new(config: &JudgeConfig, cache: Arc<dyn JudgeCache>) -> Result<Self, String> {
+    /// its environment variable; each provider's calls pass its gate from `gates`.
+    pub fn new(
+        config: &JudgeConfig,
+        cache: Arc<dyn JudgeCache>,
+        gates: &Gates,
+    ) -> Result<Self, String> {
         config.validate()?;
         let mut used: Vec<&String> = config
             .judge_mapping
@@ -137,8 +138,7 @@ impl LiveJudge {
                 name: name.clone(),
                 model: config.judge_models[name].clone(),
                 client: Arc::new(client),
-                quotas: Quotas::new(pc.rpm, pc.tpm),
-                adaptive: Adaptive::new(pc.max_in_flight),
+                gate: gates.provider(name, pc),
                 max_tokens: pc.max_tokens,
                 batch,
                 batch_discount: pc.batch_discount,
@@ -152,14 +152,7 @@ impl LiveJudge {
             accounting: Arc::new(Accounting::new(config.prices.clone(), config.budget_usd)),
             stop: OnceLock::new(),
             parking: None,
-            shared: None,
         })
-    }
-
-    /// Also admits every call through `limiter`, shared with the rest of the fleet.
-    pub fn with_shared_limiter(mut self, limiter: Arc<dyn SharedLimiter>) -> Self {
-        self.shared = Some(limiter);
-        self
     }
 
     /// Batch mode: questions of batch-mode providers park their example in `store` until the
