@@ -506,3 +506,27 @@ fn the_estimate_counts_the_target_and_the_budget_covers_its_calls() {
         .count();
     assert_eq!(refused, 15);
 }
+
+#[test]
+fn an_http_targets_rpm_spaces_its_calls() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    // 120 a minute: a burst of 2, then one every half second or so.
+    let target = write(
+        dir.path(),
+        "agent.yaml",
+        &agent_target(&fake, "rpm: 120\nmax_in_flight: 4\n"),
+    );
+    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(6)));
+    let out = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+    let took = started.elapsed();
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 6, "{}", report["totals"]);
+    assert!(
+        took >= std::time::Duration::from_millis(1900),
+        "6 calls at 120 a minute took only {took:?}"
+    );
+}

@@ -77,7 +77,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
     let choices = args.target.choices()?;
     // What the process's judges and targets share: one cache (verdicts and replies, as the
-    // fleet's Redis) and one gate per rate limit.
+    // fleet's Redis) and one `RateLimit` per limit.
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
     if choices.len() < 2 {
         let target = choices

@@ -137,7 +137,7 @@ impl TargetChoice {
     /// its provider, key and `${VAR}`s read now, so that a missing one stops the run before any
     /// call.
     /// Its replies are kept in the cache of `parts` (the judges'), and its calls pass the
-    /// gates of `parts` (a chat target its provider's, as the judges do).
+    /// rate limits of `parts` (a chat target its provider's, as the judges are).
     pub fn build(
         &self,
         target: Target,
@@ -154,7 +154,7 @@ impl TargetChoice {
             rules: config.model_prefixes.clone(),
             env: &env,
             cache: parts.cache(),
-            gates: &parts.gates(),
+            rate_limits: &parts.rate_limits(),
         })
         .map_err(BadInput)?;
         Ok(built)

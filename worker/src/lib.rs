@@ -5,12 +5,12 @@
 
 pub mod consume;
 pub mod coordinator;
-pub mod gate;
 pub mod http;
 pub mod judge;
 pub mod metrics;
 mod one_run;
 mod process;
+pub mod rate_limit;
 mod scenarios;
 pub mod service;
 mod store_retry;

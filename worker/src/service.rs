@@ -204,7 +204,7 @@ impl<D: RunRegistry> FleetRuns<D> {
                 rules: spec.model_prefixes.clone(),
                 env: &env,
                 cache: self.live.cache(),
-                gates: &self.live.gates(),
+                rate_limits: &self.live.rate_limits(),
             })
             .map_err(WorkerError::Stopped)?;
             let accounting = pipeline.judge.accounting(&spec.judges);

@@ -12,7 +12,7 @@ use evalfleet_contract::judge_cache::{JudgeCache, NoCache};
 use evalfleet_contract::shared_limit::SharedLimiter;
 
 use super::{Judge, JudgeMode, LiveJudge};
-use crate::gate::Gates;
+use crate::rate_limit::RateLimits;
 
 /// What a live judge is built with besides its configuration: what the process around it
 /// offers (a cache, in the fleet a batch store and a fleet-wide limiter) and whether runs with
@@ -25,9 +25,9 @@ pub struct LiveParts {
     /// batch takes hours, more than the broker's consumer timeout): in memory for `run`, in
     /// Redis for the fleet.
     parking: Arc<dyn BatchStore>,
-    /// Every rate limit's gate, shared by the judges and targets of every run in the process
+    /// Every rate limit, shared by the judges and targets of every run in the process
     /// (and, in the fleet, passing the quotas shared with the other workers).
-    gates: Arc<Gates>,
+    rate_limits: Arc<RateLimits>,
     /// With [`LiveParts::shared`]: the live judges built so far, by judge configuration.
     shared: Option<Mutex<HashMap<String, Arc<LiveJudge>>>>,
 }
@@ -38,7 +38,7 @@ impl LiveParts {
         LiveParts {
             cache,
             parking: Arc::new(InProcessBatchStore::new()),
-            gates: Arc::new(Gates::default()),
+            rate_limits: Arc::new(RateLimits::default()),
             shared: None,
         }
     }
@@ -56,13 +56,13 @@ impl LiveParts {
 
     /// Every call is also admitted through `limiter`, the fleet's quotas.
     pub fn with_limiter(mut self, limiter: Option<Arc<dyn SharedLimiter>>) -> Self {
-        self.gates = Arc::new(Gates::fleet_wide(limiter));
+        self.rate_limits = Arc::new(RateLimits::fleet_wide(limiter));
         self
     }
 
-    /// The process's gates: a chat target takes its provider's from here, the judges' own.
-    pub fn gates(&self) -> Arc<Gates> {
-        self.gates.clone()
+    /// The process's rate_limits: a chat target takes its provider's from here, the judges' own.
+    pub fn rate_limits(&self) -> Arc<RateLimits> {
+        self.rate_limits.clone()
     }
 
     /// Runs whose judge configuration is identical share one live judge: its rate limits, its
@@ -95,7 +95,7 @@ impl LiveParts {
         } else {
             Arc::new(NoCache)
         };
-        let mut live = LiveJudge::new(judges, cache, &self.gates)?;
+        let mut live = LiveJudge::new(judges, cache, &self.rate_limits)?;
         if judges.batches() {
             live = live.with_parking(self.parking.clone());
         }

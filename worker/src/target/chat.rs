@@ -1,6 +1,6 @@
 //! One chat target's calls: its prompt to a provider under `providers:`, retried as a judge
 //! call is (the same retryable errors, never sooner than `Retry-After`).
-//! Its calls pass the provider's gate, the one the judges of the same provider pass: one API key
+//! Its calls are under the provider's rate limit, the one the judges of the same provider are under: one API key
 //! has one rate limit.
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,11 +13,11 @@ use evalfleet_suites::target::TargetPlan;
 use serde_json::{Map, Value};
 
 use super::TargetFailure;
-use crate::gate::{Gate, Gates};
 use crate::judge::estimate::estimated_tokens;
 use crate::judge::provider::{CallError, GenerateRequest, ProviderClient, TokenUsage};
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
+use crate::rate_limit::{RateLimit, RateLimits};
 
 /// A chat target, ready to call.
 pub struct ChatTarget {
@@ -25,7 +25,7 @@ pub struct ChatTarget {
     client: ProviderClient,
     retry: RetryConfig,
     max_tokens: u32,
-    gate: Arc<Gate>,
+    rate_limit: Arc<RateLimit>,
 }
 
 /// A chat reply.
@@ -42,13 +42,13 @@ pub struct Generated {
 impl ChatTarget {
     /// `plan` must be a chat target's; `provider` is its entry under `providers:` (named
     /// `provider_name`) and `api_key` the key its `api_key_env` names. Its calls pass the
-    /// provider's gate in `gates`.
+    /// provider's rate limit in `rate_limits`.
     pub fn new(
         plan: Arc<TargetPlan>,
         (provider_name, provider): (&str, &ProviderConfig),
         api_key: String,
         retry: RetryConfig,
-        gates: &Gates,
+        rate_limits: &RateLimits,
     ) -> Result<Self, String> {
         if !matches!(plan.target, Target::Chat(_)) {
             return Err(format!("target {} is not a chat target", plan.name()));
@@ -60,7 +60,7 @@ impl ChatTarget {
             client,
             retry,
             max_tokens: provider.max_tokens,
-            gate: gates.provider(provider_name, provider),
+            rate_limit: rate_limits.provider(provider_name, provider),
         })
     }
 
@@ -97,10 +97,10 @@ impl ChatTarget {
         let attempts = AtomicU32::new(0);
         let started = Instant::now();
         let reply = (|| async {
-            let _slot = self.gate.admit(estimate).await;
+            let _slot = self.rate_limit.admit(estimate).await;
             attempts.fetch_add(1, Ordering::Relaxed);
             let reply = self.client.generate(&request).await;
-            self.gate.observe(reply.as_ref().map(|(c, _)| c));
+            self.rate_limit.observe(reply.as_ref().map(|(c, _)| c));
             let status = match &reply {
                 Ok((completion, _)) => completion.status.to_string(),
                 Err(e) => e.status().map_or_else(
@@ -183,13 +183,13 @@ mod tests {
             base_delay_ms: 10,
             max_delay_ms: 50,
         };
-        let gates = Gates::default();
+        let rate_limits = RateLimits::default();
         ChatTarget::new(
             Arc::new(plan),
             (name, &provider),
             "sk-test".into(),
             retry,
-            &gates,
+            &rate_limits,
         )
         .unwrap()
     }

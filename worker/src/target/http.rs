@@ -13,11 +13,11 @@ use evalfleet_suites::target::TargetPlan;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use crate::gate::{Gate, Gates, Limits};
 use crate::judge::limit::Signal;
 use crate::judge::provider::retry_after;
 use crate::judge::retry_schedule;
 use crate::metrics::metrics;
+use crate::rate_limit::{Limits, RateLimit, RateLimits};
 
 /// An http target, ready to call.
 pub struct HttpTarget {
@@ -25,7 +25,7 @@ pub struct HttpTarget {
     http: reqwest::Client,
     retry: RetryConfig,
     /// Its `rpm` (fleet-wide in a fleet) and its adaptive `max_in_flight`.
-    gate: Arc<Gate>,
+    rate_limit: Arc<RateLimit>,
 }
 
 /// A call that came back with JSON.
@@ -76,8 +76,8 @@ impl Attempt {
 }
 
 impl HttpTarget {
-    /// `plan` must be an http target's; its calls pass its gate in `gates`.
-    pub fn new(plan: Arc<TargetPlan>, gates: &Gates) -> Result<Self, String> {
+    /// `plan` must be an http target's; its calls pass its rate limit in `rate_limits`.
+    pub fn new(plan: Arc<TargetPlan>, rate_limits: &RateLimits) -> Result<Self, String> {
         let Target::Http(t) = &plan.target else {
             return Err(format!("target {} is not an http target", plan.name()));
         };
@@ -91,12 +91,12 @@ impl HttpTarget {
             tpm: 0,
             max_in_flight: t.max_in_flight,
         };
-        let gate = gates.target(&t.name, limits);
+        let rate_limit = rate_limits.target(&t.name, limits);
         Ok(HttpTarget {
             plan,
             http,
             retry,
-            gate,
+            rate_limit,
         })
     }
 
@@ -118,7 +118,7 @@ impl HttpTarget {
         let attempts = AtomicU32::new(0);
         let started = Instant::now();
         let once = || async {
-            let _slot = self.gate.admit(1).await;
+            let _slot = self.rate_limit.admit(1).await;
             attempts.fetch_add(1, Ordering::Relaxed);
             let mut builder = self.http.request(method.clone(), &request.url);
             for (header, value) in &request.headers {
@@ -141,16 +141,16 @@ impl HttpTarget {
             if !(200..300).contains(&status) {
                 let wait = retry_after(response.headers());
                 match status {
-                    429 => self.gate.signal(Signal::RateLimited {
+                    429 => self.rate_limit.signal(Signal::RateLimited {
                         retry_after: wait,
                         exhausted: None,
                     }),
-                    503 | 529 => self.gate.signal(Signal::Overloaded),
+                    503 | 529 => self.rate_limit.signal(Signal::Overloaded),
                     _ => {}
                 }
                 return Err(Attempt::Status { status, wait });
             }
-            self.gate.signal(Signal::Success);
+            self.rate_limit.signal(Signal::Success);
             let bytes = response
                 .bytes()
                 .await

@@ -15,9 +15,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::{ChatTarget, HttpTarget};
-use crate::gate::Gates;
 use crate::judge::accounting::Accounting;
 use crate::metrics::metrics;
+use crate::rate_limit::RateLimits;
 
 /// How a run's target is called.
 enum Caller {
@@ -68,7 +68,7 @@ pub struct TargetParts<'a> {
     pub cache: Arc<dyn JudgeCache>,
     /// The process's rate limits: a chat target passes its provider's (the judges' too), an
     /// http target its own.
-    pub gates: &'a Gates,
+    pub rate_limits: &'a RateLimits,
 }
 
 impl RunTarget {
@@ -105,10 +105,10 @@ impl RunTarget {
                     (&t.provider, provider),
                     key,
                     parts.retry.clone(),
-                    parts.gates,
+                    parts.rate_limits,
                 )?))
             }
-            Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone(), parts.gates)?),
+            Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone(), parts.rate_limits)?),
         };
         metrics().init_target(plan.name());
         let cache = (plan.target.caches() && parts.cache.enabled()).then_some(parts.cache);
@@ -358,7 +358,7 @@ mod tests {
             rules: ProviderRules::default(),
             env: &env,
             cache: Arc::new(NoCache),
-            gates: &Gates::default(),
+            rate_limits: &RateLimits::default(),
         })
         .unwrap()
         .charged_to(budget.clone());

@@ -47,7 +47,7 @@ impl LiveJudge {
         let schedule = crate::judge::retry_schedule(&self.config.retry);
         let m = metrics();
         let attempt = || async {
-            let _slot = rt.gate.admit(estimate).await;
+            let _slot = rt.rate_limit.admit(estimate).await;
             tally.attempts.fetch_add(1, Ordering::Relaxed);
             let sent = Instant::now();
             let result = rt.client.complete(&request).await;
@@ -96,7 +96,7 @@ impl LiveJudge {
         }
     }
 
-    /// Feeds the outcome of a call to the provider's gate.
+    /// Feeds the outcome of a call to the provider's rate limit.
     fn observe(&self, rt: &ProviderRuntime, result: &Result<Completion, CallError>, tally: &Tally) {
         let status = match result {
             Ok(c) => Some(c.status),
@@ -105,7 +105,7 @@ impl LiveJudge {
         if let Ok(mut s) = tally.last_status.lock() {
             *s = status.or(*s);
         }
-        rt.gate.observe(result.as_ref());
+        rt.rate_limit.observe(result.as_ref());
     }
 }
 

@@ -30,7 +30,7 @@ use super::batch::BatchOptions;
 use super::cache::JudgeCache;
 use super::prompt::Prompt;
 use super::provider::{ChatRequest, ProviderClient, TokenUsage};
-use crate::gate::{Gate, Gates};
+use crate::rate_limit::{RateLimit, RateLimits};
 
 /// One judge provider as the run uses it: its client, its model and its admission control.
 pub struct ProviderRuntime {
@@ -38,7 +38,7 @@ pub struct ProviderRuntime {
     pub model: String,
     client: Arc<ProviderClient>,
     /// The provider's rate limit, shared with a chat target of the same provider.
-    pub gate: Arc<Gate>,
+    pub rate_limit: Arc<RateLimit>,
     max_tokens: u32,
     /// Batch mode: how the coordinator makes this provider's batches.
     batch: Option<BatchOptions>,
@@ -104,11 +104,11 @@ impl Tally {
 
 impl LiveJudge {
     /// Builds the clients of every provider the routing can reach, reading each API key from
-    /// its environment variable; each provider's calls pass its gate from `gates`.
+    /// its environment variable; each provider's calls are under its rate limit from `rate_limits`.
     pub fn new(
         config: &JudgeConfig,
         cache: Arc<dyn JudgeCache>,
-        gates: &Gates,
+        rate_limits: &RateLimits,
     ) -> Result<Self, String> {
         config.validate()?;
         let mut used: Vec<&String> = config
@@ -138,7 +138,7 @@ impl LiveJudge {
                 name: name.clone(),
                 model: config.judge_models[name].clone(),
                 client: Arc::new(client),
-                gate: gates.provider(name, pc),
+                rate_limit: rate_limits.provider(name, pc),
                 max_tokens: pc.max_tokens,
                 batch,
                 batch_discount: pc.batch_discount,

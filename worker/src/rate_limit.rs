@@ -2,9 +2,9 @@
 //! requests/tokens quotas and the fleet-wide limiter, behind one door.
 //!
 //! One API key has one rate limit, whoever spends it: a run's judges and a chat target that use
-//! the same provider pass through the same [`Gate`], so the quota they share is neither
-//! exceeded nor split in two. An http target has a gate of its own (`target:<name>`, its `rpm`
-//! and `max_in_flight`). [`Gates`] hands out one gate per limit for the whole process: every
+//! the same provider pass through the same [`RateLimit`], so the quota they share is neither
+//! exceeded nor split in two. An http target has a rate limit of its own (`target:<name>`, its `rpm`
+//! and `max_in_flight`). [`RateLimits`] hands out one `RateLimit` per limit for the whole process: every
 //! run, judge and target a worker serves.
 
 use std::collections::HashMap;
@@ -18,7 +18,7 @@ use crate::judge::limit::{Adaptive, Permit, Quotas, Signal, Verdict};
 use crate::judge::provider::{CallError, Completion};
 use crate::metrics::metrics;
 
-/// The limits of one gate, as its configuration states them.
+/// The limits of one rate limit, as its configuration states them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Requests per minute; 0 = none.
@@ -40,7 +40,7 @@ impl Limits {
 }
 
 /// One rate limit's admission.
-pub struct Gate {
+pub struct RateLimit {
     /// The quota's name: the provider's (`openai`), or `target:<name>`. Fleet-wide quotas and
     /// the `evalfleet_rate_limit_wait_seconds_total` label use it.
     name: String,
@@ -49,9 +49,9 @@ pub struct Gate {
     shared: Option<Arc<dyn SharedLimiter>>,
 }
 
-impl Gate {
+impl RateLimit {
     fn new(name: &str, limits: Limits, shared: Option<Arc<dyn SharedLimiter>>) -> Self {
-        Gate {
+        RateLimit {
             name: name.to_owned(),
             quotas: Quotas::new(limits.rpm, limits.tpm),
             adaptive: Adaptive::new(limits.max_in_flight),
@@ -76,7 +76,7 @@ impl Gate {
     }
 
     /// What the other side said about a call. A quota that is used up pauses the whole fleet's
-    /// calls through this gate, not only this process's.
+    /// calls under this limit, not only this process's.
     pub fn signal(&self, signal: Signal) {
         let verdict = self.adaptive.signal(signal);
         if let (Verdict::PauseAll(wait), Some(shared)) = (verdict, &self.shared) {
@@ -86,7 +86,7 @@ impl Gate {
         }
     }
 
-    /// What a provider call's outcome tells this gate: a success (and a quota its headers say
+    /// What a provider call's outcome tells this rate_limit: a success (and a quota its headers say
     /// is used up), a 429, an overload.
     pub fn observe(&self, result: Result<&Completion, &CallError>) {
         match result {
@@ -115,46 +115,46 @@ impl Gate {
     }
 }
 
-/// The gates of a process, one per rate limit.
+/// The rate_limits of a process, one per rate limit.
 #[derive(Default)]
-pub struct Gates {
-    by_limit: Mutex<HashMap<String, Arc<Gate>>>,
-    /// The fleet-wide quotas every gate also passes (workers only).
+pub struct RateLimits {
+    by_limit: Mutex<HashMap<String, Arc<RateLimit>>>,
+    /// The fleet-wide quotas every rate limit also passes (workers only).
     shared: Option<Arc<dyn SharedLimiter>>,
 }
 
-impl Gates {
-    /// Gates that also admit every call through `shared`, the fleet's limiter.
+impl RateLimits {
+    /// RateLimits that also admit every call through `shared`, the fleet's limiter.
     pub fn fleet_wide(shared: Option<Arc<dyn SharedLimiter>>) -> Self {
-        Gates {
+        RateLimits {
             by_limit: Mutex::default(),
             shared,
         }
     }
 
-    /// The gate of provider `name`: one per provider endpoint and key, whoever calls it.
-    pub fn provider(&self, name: &str, provider: &ProviderConfig) -> Arc<Gate> {
+    /// The rate limit of provider `name`: one per provider endpoint and key, whoever calls it.
+    pub fn provider(&self, name: &str, provider: &ProviderConfig) -> Arc<RateLimit> {
         let identity = format!("{name}\n{}\n{}", provider.base_url, provider.api_key_env);
-        self.gate(identity, name, Limits::of_provider(provider))
+        self.get(identity, name, Limits::of_provider(provider))
     }
 
-    /// The gate of http target `target`: its own quota (`target:<name>`), fleet-wide too.
-    pub fn target(&self, target: &str, limits: Limits) -> Arc<Gate> {
+    /// The rate limit of http target `target`: its own quota (`target:<name>`), fleet-wide too.
+    pub fn target(&self, target: &str, limits: Limits) -> Arc<RateLimit> {
         let name = format!("target:{target}");
         if let Some(shared) = &self.shared {
             shared.declare(&name, limits.rpm, limits.tpm);
         }
-        self.gate(name.clone(), &name, limits)
+        self.get(name.clone(), &name, limits)
     }
 
-    /// The gate known as `identity`, made with `limits` the first time: the first
+    /// The rate limit known as `identity`, made with `limits` the first time: the first
     /// configuration to meet a limit sets it for the process.
-    fn gate(&self, identity: String, name: &str, limits: Limits) -> Arc<Gate> {
-        // A panic elsewhere leaves the map as it was: every entry in it is a whole gate.
-        let mut gates = self.by_limit.lock().unwrap_or_else(PoisonError::into_inner);
-        gates
+    fn get(&self, identity: String, name: &str, limits: Limits) -> Arc<RateLimit> {
+        // A panic elsewhere leaves the map as it was: every entry in it is a whole rate limit.
+        let mut rate_limits = self.by_limit.lock().unwrap_or_else(PoisonError::into_inner);
+        rate_limits
             .entry(identity)
-            .or_insert_with(|| Arc::new(Gate::new(name, limits, self.shared.clone())))
+            .or_insert_with(|| Arc::new(RateLimit::new(name, limits, self.shared.clone())))
             .clone()
     }
 }
@@ -164,35 +164,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn callers_of_one_limit_share_one_gate() {
-        let gates = Gates::default();
+    fn callers_of_one_limit_share_one_rate_limit() {
+        let rate_limits = RateLimits::default();
         let openai = ProviderConfig {
             max_in_flight: 4,
             ..evalfleet_config::JudgeConfig::default().providers["openai"].clone()
         };
-        let a = gates.provider("openai", &openai);
-        let b = gates.provider("openai", &openai);
+        let a = rate_limits.provider("openai", &openai);
+        let b = rate_limits.provider("openai", &openai);
         assert!(Arc::ptr_eq(&a, &b), "a judge and a chat target of one key");
         let elsewhere = ProviderConfig {
             base_url: "http://127.0.0.1:9/v1".into(),
             ..openai.clone()
         };
-        assert!(!Arc::ptr_eq(&a, &gates.provider("openai", &elsewhere)));
+        assert!(!Arc::ptr_eq(
+            &a,
+            &rate_limits.provider("openai", &elsewhere)
+        ));
         let limits = Limits {
             rpm: 60,
             tpm: 0,
             max_in_flight: 2,
         };
-        let agent = gates.target("agent", limits);
-        assert!(Arc::ptr_eq(&agent, &gates.target("agent", limits)));
+        let agent = rate_limits.target("agent", limits);
+        assert!(Arc::ptr_eq(&agent, &rate_limits.target("agent", limits)));
         assert_eq!(agent.limit(), 2.0);
         assert_eq!(agent.name, "target:agent");
     }
 
     #[tokio::test]
-    async fn a_gate_holds_at_most_its_cap_in_flight() {
-        let gates = Gates::default();
-        let gate = gates.target(
+    async fn a_rate_limit_holds_at_most_its_cap_in_flight() {
+        let rate_limits = RateLimits::default();
+        let rate_limit = rate_limits.target(
             "t",
             Limits {
                 rpm: 0,
@@ -200,12 +203,13 @@ mod tests {
                 max_in_flight: 2,
             },
         );
-        let first = gate.admit(1).await;
-        let _second = gate.admit(1).await;
-        let third = tokio::time::timeout(std::time::Duration::from_millis(50), gate.admit(1));
+        let first = rate_limit.admit(1).await;
+        let _second = rate_limit.admit(1).await;
+        let third = tokio::time::timeout(std::time::Duration::from_millis(50), rate_limit.admit(1));
         assert!(third.await.is_err(), "a third call waits");
         drop(first);
-        let fourth = tokio::time::timeout(std::time::Duration::from_millis(50), gate.admit(1));
+        let fourth =
+            tokio::time::timeout(std::time::Duration::from_millis(50), rate_limit.admit(1));
         assert!(fourth.await.is_ok(), "a freed slot admits the next");
     }
 }
