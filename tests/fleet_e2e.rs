@@ -200,16 +200,24 @@ fn a_target_run_through_the_fleet_equals_the_embedded_one() {
     let data = fleet.dir.path().join("questions.jsonl");
     std::fs::write(&data, questions).unwrap();
     let run_id = format!("{}-target", fleet.prefix);
+    // Two epochs: each worker evaluates an item's epochs and folds them as `run` does.
     let flags = [
         "--suite",
         "rag-layers",
         "--target",
         target.to_str().unwrap(),
+        "--epochs",
+        "2",
     ];
     let (_, report) = submit_and_compare_with_embedded_with(&fleet, &data, &flags, &run_id);
     assert_eq!(report["totals"]["examples"], 40, "{}", report["totals"]);
     assert_eq!(report["totals"]["ok"], 40);
     assert!(report["items"][0]["outputs"]["trace"].is_object());
+    assert_eq!(
+        report["items"][0]["epochs"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(report["aggregates"]["epochs"], 2);
     // The completed records: the same file from the aggregator as from `run`.
     let read = |dir: &Path| std::fs::read_to_string(dir.join("outputs.jsonl")).unwrap();
     let fleet_outputs = read(&fleet.reports_dir().join(&run_id));

@@ -530,3 +530,78 @@ fn an_http_targets_rpm_spaces_its_calls() {
         "6 calls at 120 a minute took only {took:?}"
     );
 }
+
+#[test]
+fn epochs_evaluate_each_record_k_times_into_one_item() {
+    let fake = FakeServer::plain();
+    let dir = tempdir();
+    let config = fake.config(dir.path(), &LiveConfig::default());
+    let target = write(dir.path(), "agent.yaml", &agent_target(&fake, ""));
+    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(5)));
+    let out = dir.path().join("out");
+    let path = |p: &Path| p.to_str().unwrap().to_owned();
+    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
+    let exit = common::evalfleet(&[
+        "run",
+        &data,
+        "--suite",
+        "rag-layers",
+        "--target",
+        &target,
+        "--epochs",
+        "3",
+        "--config",
+        &config,
+        "--out",
+        &out_s,
+    ]);
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 5, "{}", report["totals"]);
+    assert_eq!(
+        fake.stats()["agent_requests"],
+        15,
+        "each epoch is its own call"
+    );
+    for item in items(&report) {
+        let epochs = item["epochs"].as_array().unwrap();
+        assert_eq!(epochs.len(), 3, "{item}");
+        assert_eq!(epochs[2]["epoch"], 3);
+        assert!(epochs[0]["outputs"]["trace"].is_object(), "{item}");
+        assert!(epochs[0]["checks"].is_object() && epochs[0]["passed"].is_boolean());
+        assert_eq!(item["target"]["attempts"], 3, "the epochs' calls summed");
+        assert!(item.get("dataset_record").is_none(), "not an item field");
+    }
+    // The agent answers a question the same way each time: the epochs agree.
+    let aggregates = &report["aggregates"];
+    assert_eq!(aggregates["epochs"], 3, "{aggregates}");
+    assert_eq!(aggregates["pass_at_k"], aggregates["pass_all_k"]);
+    let spread = aggregates["within_item_stddev"].as_object().unwrap();
+    assert!(
+        !spread.is_empty() && spread.values().all(|v| v == 0.0),
+        "{spread:?}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| Epochs | 3 per item; pass@k "),
+        "{summary}"
+    );
+
+    let bad = common::evalfleet(&[
+        "run",
+        &data,
+        "--suite",
+        "rag-layers",
+        "--target",
+        &target,
+        "--epochs",
+        "0",
+        "--config",
+        &config,
+    ]);
+    assert_eq!(bad.code, Some(2), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("--epochs: must be at least 1"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -23,6 +23,10 @@ pub struct TargetArgs {
     /// many --target as models, the n-th model is the n-th target's.
     #[arg(long, requires = "target")]
     pub target_model: Vec<String>,
+    /// Generate and evaluate each example K times (overrides the target's `epochs`): the item
+    /// gets the epoch means and `epochs`, the report pass@k and pass^k.
+    #[arg(long, requires = "target", value_name = "K")]
+    pub epochs: Option<u32>,
 }
 
 /// One run's system under test: a `--target` and the model that overrides its own.
@@ -30,6 +34,8 @@ pub struct TargetArgs {
 pub struct TargetChoice {
     pub target: String,
     pub model: Option<String>,
+    /// `--epochs`.
+    pub epochs: Option<u32>,
 }
 
 impl TargetArgs {
@@ -39,6 +45,7 @@ impl TargetArgs {
         let choice = |target: &String, model: Option<&String>| TargetChoice {
             target: target.clone(),
             model: model.cloned(),
+            epochs: self.epochs,
         };
         let (targets, models) = (&self.target, &self.target_model);
         let choices: Vec<TargetChoice> = match (targets.len(), models.len()) {
@@ -109,8 +116,13 @@ impl TargetChoice {
     /// The target this choice names, checked against the suite and the judge mode. Bad input
     /// (exit 2) when it cannot be used.
     pub fn find(&self, config: &Config, suite: &Suite, judge: JudgeMode) -> anyhow::Result<Target> {
-        let target =
+        let mut target =
             Target::find(&self.target, &config.targets_dir).map_err(|e| BadInput(e.to_string()))?;
+        if let Some(k) = self.epochs {
+            target
+                .set_epochs(k)
+                .map_err(|e| BadInput(format!("--epochs: {e}")))?;
+        }
         if suite.kind == SuiteKind::LogAnalysis {
             return Err(BadInput(
                 "--target: log-analysis suites cannot take a target yet (their records name scenario files)".into(),

@@ -10,10 +10,12 @@ use std::time::Instant;
 use evalfleet_contract::batch_store::Question;
 use evalfleet_contract::queue::Message;
 use evalfleet_contract::store::{ResultStore, StoreError};
+use evalfleet_model::epochs;
 use evalfleet_model::record::{ResultRecord, TargetCall};
 use evalfleet_suites::evaluate::{finish, judge_tasks, Effort, Example, Work};
 use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::PendingRecord;
+use serde_json::{Map, Value};
 
 use crate::judge::Judge;
 use crate::metrics::metrics;
@@ -58,22 +60,67 @@ pub enum Processed {
 }
 
 /// Evaluates one example message. Err only when the store could not be read for the example's
-/// scenario (the caller settles it as any store error).
+/// scenario (the caller settles it as any store error). A target run's record is generated and
+/// evaluated once per epoch, the epochs at once, and folded into one item.
 pub async fn process<S: ResultStore>(
     pipeline: &Pipeline,
     store: &S,
     msg: &Message,
 ) -> Result<Processed, StoreError> {
+    let pending = match &msg.work {
+        Work::Evaluate(example) => {
+            return process_example(pipeline, store, msg, example, None).await
+        }
+        Work::Generate(pending) => pending,
+    };
+    let k = pipeline.target.as_ref().map_or(1, RunTarget::epochs);
+    if k == 1 {
+        return generate_and_process(pipeline, store, msg, pending, 0).await;
+    }
+    let epochs = (0..k).map(|e| generate_and_process(pipeline, store, msg, pending, e));
+    let mut records = Vec::with_capacity(k as usize);
+    for processed in futures_util::future::join_all(epochs).await {
+        match processed? {
+            Processed::Record(record) => records.push(record),
+            // Batch mode parks an example for its judges' replies; target runs are refused
+            // in batch mode before they start, so an epoch never gets here.
+            awaiting => return Ok(awaiting),
+        }
+    }
+    Ok(Processed::Record(
+        epochs::fold(records).expect("a run of K > 1 epochs has records"),
+    ))
+}
+
+/// One epoch of a target run's record: generated, then processed as a recorded example.
+async fn generate_and_process<S: ResultStore>(
+    pipeline: &Pipeline,
+    store: &S,
+    msg: &Message,
+    pending: &PendingRecord,
+    epoch: u32,
+) -> Result<Processed, StoreError> {
+    match generate(pipeline, msg, pending, epoch).await {
+        Ok(Generation {
+            example,
+            outputs,
+            call,
+        }) => process_example(pipeline, store, msg, &example, Some((outputs, call))).await,
+        Err(failed) => Ok(Processed::Record(*failed)),
+    }
+}
+
+/// An example's scenario, judges and record; a generated one's record carries what the target
+/// produced (`generated`: the outputs and the call).
+async fn process_example<S: ResultStore>(
+    pipeline: &Pipeline,
+    store: &S,
+    msg: &Message,
+    example: &Example,
+    generated: Option<(Map<String, Value>, TargetCall)>,
+) -> Result<Processed, StoreError> {
     let suite = &pipeline.suite;
     let started = Instant::now();
-    let mut generation = None;
-    let example = match &msg.work {
-        Work::Evaluate(example) => example,
-        Work::Generate(pending) => match generate(pipeline, msg, pending).await {
-            Ok(g) => &generation.insert(g).example,
-            Err(failed) => return Ok(Processed::Record(*failed)),
-        },
-    };
     match pipeline.scenarios.attach(store, &msg.run_id, example).await {
         Ok(()) => {}
         Err(Unattached::Store(e)) => return Err(e),
@@ -93,9 +140,9 @@ pub async fn process<S: ResultStore>(
         Processed::Record(record) => record,
         awaiting => return Ok(awaiting),
     };
-    if let (Some(generation), Work::Generate(pending)) = (generation, &msg.work) {
-        record.outputs = Some(generation.outputs);
-        record.target = Some(generation.call);
+    if let (Some((outputs, call)), Work::Generate(pending)) = (generated, &msg.work) {
+        record.outputs = Some(outputs);
+        record.target = Some(call);
         record.dataset_record = Some(pending.record.clone());
     }
     m.examples_processed
@@ -110,6 +157,7 @@ async fn generate(
     pipeline: &Pipeline,
     msg: &Message,
     pending: &PendingRecord,
+    epoch: u32,
 ) -> Result<Generation, Box<ResultRecord>> {
     let suite = &pipeline.suite;
     let failed = |reason: String, call: Option<TargetCall>| {
@@ -132,7 +180,7 @@ async fn generate(
         ));
     };
     target
-        .generate(suite, pending)
+        .generate(suite, pending, epoch)
         .await
         .map_err(|not| failed(not.reason, not.call))
 }

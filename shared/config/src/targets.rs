@@ -121,12 +121,33 @@ pub enum TargetError {
     Unknown { name: String, looked: PathBuf },
 }
 
+/// The most epochs a run may ask for: each multiplies the target's and the judges' calls.
+pub const MAX_EPOCHS: u32 = 100;
+
+fn check_epochs(k: u32) -> Result<(), String> {
+    match k {
+        0 => Err("must be at least 1".into()),
+        k if k > MAX_EPOCHS => Err(format!("{k} is more than {MAX_EPOCHS}")),
+        _ => Ok(()),
+    }
+}
+
 impl Target {
     pub fn name(&self) -> &str {
         match self {
             Target::Chat(t) => &t.name,
             Target::Http(t) => &t.name,
         }
+    }
+
+    /// `--epochs K`: the file's `epochs:` overridden. Err says why K cannot be.
+    pub fn set_epochs(&mut self, k: u32) -> Result<(), String> {
+        check_epochs(k)?;
+        match self {
+            Target::Chat(t) => t.epochs = Some(k),
+            Target::Http(t) => t.epochs = Some(k),
+        }
+        Ok(())
     }
 
     /// `epochs:` as the file gives it.
@@ -210,14 +231,8 @@ impl Target {
         if self.name().trim().is_empty() {
             return Err("name: must not be empty".into());
         }
-        match self.epochs() {
-            Some(0) => return Err("epochs: must be at least 1".into()),
-            Some(k) if k > 1 => {
-                return Err(format!(
-                    "epochs: {k} epochs are not supported yet (each example is generated once); remove the key"
-                ))
-            }
-            _ => {}
+        if let Some(k) = self.epochs() {
+            check_epochs(k).map_err(|e| format!("epochs: {e}"))?;
         }
         match self {
             Target::Chat(t) => {
@@ -320,8 +335,14 @@ retry: {max_attempts: 5, base_delay_ms: 500, max_delay_ms: 30000}
         let err = Target::parse(&CHAT.replace("kind: chat", "kind: chat\nepochs: 0")).unwrap_err();
         assert!(err.contains("epochs"), "{err}");
         // Keys of the contract this version does not do yet are refused, never ignored.
-        let err = Target::parse(&format!("{CHAT}epochs: 3\n")).unwrap_err();
-        assert!(err.contains("not") && err.contains("epochs"), "{err}");
+        let err = Target::parse(&format!("{CHAT}epochs: 101\n")).unwrap_err();
+        assert!(err.contains("epochs: 101 is more than 100"), "{err}");
+        assert_eq!(
+            Target::parse(&format!("{CHAT}epochs: 3\n"))
+                .unwrap()
+                .epochs(),
+            Some(3)
+        );
         let err = Target::parse(&format!("{HTTP}max_in_flight: 0\n")).unwrap_err();
         assert!(err.contains("max_in_flight"), "{err}");
         let err = Target::parse(&HTTP.replace("http://127.0.0.1", "ftp://user:pw@127.0.0.1"))

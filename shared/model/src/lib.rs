@@ -6,6 +6,7 @@
 //! crate nor do I/O, and its dependencies stay light (serde, statrs): `evalfleet compare`
 //! builds on it alone.
 
+pub mod epochs;
 pub mod field;
 pub mod gate;
 pub mod num;

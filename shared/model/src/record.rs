@@ -196,6 +196,10 @@ pub struct ResultRecord {
     /// it is the completed record `outputs.jsonl` holds. Not an item field of report.json.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dataset_record: Option<Map<String, Value>>,
+    /// A run of K > 1 epochs: each epoch's outputs, scores, checks and pass; the record's own
+    /// numbers are their means ([`crate::epochs::fold`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub epochs: Vec<crate::epochs::Epoch>,
 }
 
 /// What asking the system under test for one example took.
@@ -242,6 +246,7 @@ impl ResultRecord {
             outputs: None,
             target: None,
             dataset_record: None,
+            epochs: Vec::new(),
         }
     }
 

@@ -51,7 +51,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
             }
             match suite.kind {
                 SuiteKind::SupportJudge => w.json(&seed_result(suite, rec)),
-                _ => w.json(rec),
+                _ => write_item(w, rec),
             }
         }
         Outcome::Skipped => skipped.push(&skipped_entry(rec)).map_err(|e| w.error(e)),
@@ -74,6 +74,19 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     w.put(",\"config\":")?;
     w.json(suite)?;
     w.put("}\n")
+}
+
+/// A non-seed item: the record as stored, without the dataset record a target run's record
+/// carries for `outputs.jsonl` (the item has its fields already, and `outputs` beside them).
+fn write_item(w: &mut Sink<'_>, rec: &ResultRecord) -> Result<(), ReportError> {
+    if rec.dataset_record.is_none() {
+        return w.json(rec);
+    }
+    let mut item = serde_json::to_value(rec).map_err(|e| w.error(e.into()))?;
+    if let Some(fields) = item.as_object_mut() {
+        fields.remove("dataset_record");
+    }
+    w.json(&item)
 }
 
 /// A skipped record as `report.json` lists it: where it was, why, and its id when it had one.
@@ -162,9 +175,9 @@ struct SeedResult<'a> {
     rec: &'a ResultRecord,
 }
 
-/// The keys of a seed item after its dimensions, in order (`metadata`, `inputs`, `outputs` and
-/// `target` only when the record has them).
-const TAIL: [&str; 11] = [
+/// The keys of a seed item after its dimensions, in order (`metadata`, `inputs`, `outputs`,
+/// `target` and `epochs` only when the record has them).
+const TAIL: [&str; 12] = [
     "index",
     "overall_score",
     "passed",
@@ -176,6 +189,7 @@ const TAIL: [&str; 11] = [
     "inputs",
     "outputs",
     "target",
+    "epochs",
 ];
 
 impl Serialize for SeedResult<'_> {
@@ -236,6 +250,8 @@ fn tail_entry<M: serde::ser::SerializeMap>(
             Some(target) => m.serialize_entry(key, target)?,
             None => return Ok(false),
         },
+        "epochs" if rec.epochs.is_empty() => return Ok(false),
+        "epochs" => m.serialize_entry(key, &rec.epochs)?,
         _ => match rec.details.get(key) {
             Some(v) => m.serialize_entry(key, v)?,
             None => return Ok(false),
@@ -245,6 +261,22 @@ fn tail_entry<M: serde::ser::SerializeMap>(
 }
 
 fn aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
+    let mut out = suite_aggregates(suite, agg);
+    if let (Some(epochs), Some(fields)) = (&agg.epochs, out.as_object_mut()) {
+        let summary = epochs.summary();
+        fields.insert("epochs".into(), json!(summary.epochs));
+        fields.insert("pass_at_k".into(), json!(summary.pass_at_k));
+        fields.insert("pass_all_k".into(), json!(summary.pass_all_k));
+        fields.insert(
+            "within_item_stddev".into(),
+            json!(summary.within_item_stddev),
+        );
+    }
+    out
+}
+
+/// Each suite's own aggregates, in the seed's shape.
+fn suite_aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
     match suite.kind {
         SuiteKind::SupportJudge => {
             let mut out = Map::new();
@@ -502,6 +534,8 @@ mod tests {
                     Some(t) => json!(t),
                     None => continue,
                 },
+                "epochs" if rec.epochs.is_empty() => continue,
+                "epochs" => json!(rec.epochs),
                 _ => match rec.details.get(key) {
                     Some(v) => v.clone(),
                     None => continue,

@@ -109,6 +109,25 @@ fn overall(out: &mut String, input: &ReportInput<'_>) {
             t.cost_usd
         ));
     }
+    if let Some(e) = agg.epochs.as_ref().map(|e| e.summary()) {
+        let pct = |share: Option<f64>| share.map_or("–".into(), |s| format!("{:.1}%", s * 100.0));
+        let spread: Vec<String> = e
+            .within_item_stddev
+            .iter()
+            .map(|(name, sd)| format!("{name} {}", num(*sd)))
+            .collect();
+        out.push_str(&format!(
+            "| Epochs | {} per item; pass@k {}, pass^k {}; spread within items (stddev): {} |\n",
+            e.epochs,
+            pct(e.pass_at_k),
+            pct(e.pass_all_k),
+            if spread.is_empty() {
+                "–".to_owned()
+            } else {
+                spread.join(", ")
+            }
+        ));
+    }
     for (dim, a) in agg.dimensions().iter().zip(&agg.all.agreement) {
         if let Some(s) = a.as_ref().map(|a| a.summary()) {
             let stat = if s.judges == 2 {

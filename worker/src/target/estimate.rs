@@ -173,13 +173,16 @@ impl TargetEstimator {
         }
     }
 
-    /// Adds the target's call for `pending` and, for a chat target, the judge calls on the
-    /// record it would complete.
+    /// Adds the target's calls for `pending` (one per epoch) and, for a chat target, the judge
+    /// calls on the record it would complete, once per epoch.
     pub fn add_record(&mut self, estimate: &mut Estimate, pending: &PendingRecord) {
+        let epochs = self.plan.target.epochs().unwrap_or(1);
         let row = estimate.target.get_or_insert_with(|| self.empty_row());
         row.records += 1;
         let Some(chat) = &self.chat else {
-            row.row.add_call(self.http_call());
+            for _ in 0..epochs {
+                row.row.add_call(self.http_call());
+            }
             return;
         };
         let call = match self.plan.chat(&pending.record, Some(&chat.model)) {
@@ -188,15 +191,17 @@ impl TargetEstimator {
         };
         let input = estimated_tokens(&[call.system.as_deref().unwrap_or(""), &call.prompt]);
         let reply = &chat.reply;
-        row.row.add_call(CallEstimate {
-            input_tokens: input,
-            output_tokens_expected: reply.expected,
-            output_tokens_max: reply.max,
-            cost_usd_expected: self.accounting.cost(&call.model, input, reply.expected),
-            cost_usd_max: self.accounting.cost(&call.model, input, reply.max),
-            batch_discount: 1.0,
-            batch: false,
-        });
+        for _ in 0..epochs {
+            row.row.add_call(CallEstimate {
+                input_tokens: input,
+                output_tokens_expected: reply.expected,
+                output_tokens_max: reply.max,
+                cost_usd_expected: self.accounting.cost(&call.model, input, reply.expected),
+                cost_usd_max: self.accounting.cost(&call.model, input, reply.max),
+                batch_discount: 1.0,
+                batch: false,
+            });
+        }
         let answer = Reply::Chat {
             text: placeholder(reply.expected),
             model: call.model,
@@ -213,7 +218,11 @@ impl TargetEstimator {
                 })
             });
         match example {
-            Ok(example) => add_example(estimate, &self.judges, &self.evaluator.suite, &example),
+            Ok(example) => {
+                for _ in 0..epochs {
+                    add_example(estimate, &self.judges, &self.evaluator.suite, &example);
+                }
+            }
             Err(reason) => row.fail(reason),
         }
     }

@@ -133,6 +133,11 @@ impl RunTarget {
         self.plan.name()
     }
 
+    /// How many times each record is generated and evaluated (`epochs`, `--epochs`).
+    pub fn epochs(&self) -> u32 {
+        self.plan.target.epochs().unwrap_or(1)
+    }
+
     /// The target's compiled plan: what the producer checks records with.
     pub fn plan(&self) -> Arc<TargetPlan> {
         self.plan.clone()
@@ -144,8 +149,9 @@ impl RunTarget {
         &self,
         suite: &Arc<Suite>,
         pending: &PendingRecord,
+        epoch: u32,
     ) -> Result<Generation, NotGenerated> {
-        let key = self.cache_key(&pending.record);
+        let key = self.cache_key(&pending.record, epoch);
         let cached = match (&self.cache, &key) {
             (Some(cache), Some(key)) => cache.get_reply(key).await,
             _ => None,
@@ -197,10 +203,10 @@ impl RunTarget {
         })
     }
 
-    /// The cache key of `record`'s request: the target's name and the rendered request
-    /// (headers left out: they authenticate, they do not ask), hashed. None when the target
-    /// does not cache or the request does not render (the call then says why).
-    fn cache_key(&self, record: &Map<String, Value>) -> Option<String> {
+    /// The cache key of `record`'s request in `epoch`: the target's name, the epoch and the
+    /// rendered request (headers left out: they authenticate, they do not ask), hashed. None
+    /// when the target does not cache or the request does not render (the call then says why).
+    fn cache_key(&self, record: &Map<String, Value>, epoch: u32) -> Option<String> {
         self.cache.as_ref()?;
         let mut hasher = Sha256::new();
         let mut part = |p: &[u8]| {
@@ -208,6 +214,7 @@ impl RunTarget {
             hasher.update(p);
         };
         part(self.name().as_bytes());
+        part(&epoch.to_le_bytes());
         match &self.caller {
             Caller::Chat(_) => {
                 let call = self.plan.chat(record, self.model.as_deref()).ok()?;
@@ -363,12 +370,12 @@ mod tests {
         .unwrap()
         .charged_to(budget.clone());
         let suite = Arc::new(Suite::builtin(SuiteKind::RagLayers));
-        let first = target.generate(&suite, &question()).await;
+        let first = target.generate(&suite, &question(), 0).await;
         assert!(first.is_ok(), "{:?}", first.err().map(|n| n.reason));
         assert!(budget.within_budget(), "0.01 of 0.015 USD spent");
         // A judge's call spends the rest of the run's budget.
         budget.charge(0.005);
-        let refused = target.generate(&suite, &question()).await.err().unwrap();
+        let refused = target.generate(&suite, &question(), 0).await.err().unwrap();
         assert_eq!(
             refused.reason,
             "target demo: the run budget of 0.015 USD is spent"

@@ -3,6 +3,7 @@
 //! arrival order, so a fleet run and an embedded run of the same data agree exactly.
 
 mod agreement;
+mod epochs;
 mod group;
 mod target;
 
@@ -11,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 pub use agreement::{Agreement, AgreementSummary};
+pub use epochs::{EpochsAcc, EpochsSummary};
 pub use group::{GroupAcc, Hist, Shape};
 pub use target::{Latency, TargetAcc, TargetSummary};
 
@@ -86,6 +88,8 @@ pub struct RunAggregator {
     pub cache_hits: u64,
     /// A target run: its calls to the system under test.
     pub target: Option<TargetAcc>,
+    /// A run of K > 1 epochs: pass@k, pass^k, the spread within items.
+    pub epochs: Option<EpochsAcc>,
 }
 
 impl RunAggregator {
@@ -118,6 +122,7 @@ impl RunAggregator {
             judge_calls: 0,
             cache_hits: 0,
             target: None,
+            epochs: None,
         }
     }
 
@@ -139,6 +144,11 @@ impl RunAggregator {
                 self.totals.skipped += 1;
                 return;
             }
+        }
+        if !rec.epochs.is_empty() {
+            self.epochs
+                .get_or_insert_with(EpochsAcc::default)
+                .observe(&rec.epochs);
         }
         if let Some(call) = &rec.target {
             self.target

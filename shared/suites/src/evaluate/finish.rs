@@ -172,6 +172,7 @@ pub fn finish(
         details,
         outputs: None,
         dataset_record: None,
+        epochs: Vec::new(),
         target: None,
     }
 }
