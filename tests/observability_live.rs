@@ -479,10 +479,26 @@ fn prometheus_scrapes_a_live_fleet_and_every_dashboard_and_alert_query_answers()
 
     let data = fleet.generate("support-judge", EXAMPLES, 11);
     let run_id = format!("{}-prom", fleet.prefix);
+    // The run has a target too, so the targets' row has traffic: a chat prompt to the fake's
+    // OpenAI API answers each ticket, then the judges score the answer.
+    let target = fleet.dir.path().join("bot.yaml");
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0.5}\noutput: response\n",
+    )
+    .expect("write the target");
     fleet.submit(
         &data,
         &run_id,
-        &["--suite", "support-judge", "--judge", "live"],
+        &[
+            "--suite",
+            "support-judge",
+            "--judge",
+            "live",
+            "--target",
+            target.to_str().expect("a UTF-8 path"),
+        ],
     );
     let submitted = Instant::now();
     // The moment the dashboards are evaluated at: the run half done, rate windows full.

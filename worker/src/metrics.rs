@@ -199,7 +199,9 @@ impl WorkerMetrics {
     /// Creates, at 0, a target's series: its requests answered 200, its latency, tokens and
     /// cost (other statuses appear when they happen).
     pub fn init_target(&self, target: &str) {
-        self.target_requests.with_label_values(&[target, "200"]);
+        for status in KNOWN_STATUSES {
+            self.target_requests.with_label_values(&[target, status]);
+        }
         self.target_duration.with_label_values(&[target]);
         for direction in TOKEN_KINDS {
             self.target_tokens.with_label_values(&[target, direction]);
