@@ -300,3 +300,118 @@ fn killing_a_worker_and_the_aggregator_mid_run_loses_and_duplicates_nothing() {
     let counts = fleet.redis(&["hgetall", &format!("{}:run:{run_id}:counts", fleet.prefix)]);
     assert!(counts.contains("20000"), "Redis counts agree: {counts}");
 }
+
+/// A target's `${VAR}` is resolved by each worker from its own environment and goes nowhere
+/// else: not into a queued message, not into any Redis value of the run, not into a report file
+/// or a log. (Here the submitter's environment holds the secret too: it still does not read it.)
+#[test]
+fn a_targets_secret_stays_in_the_workers_environment() {
+    const SECRET: &str = "s3cr3t-fleet-agent-key-7731";
+    let agent = common::fake::FakeServer::plain();
+    let mut fleet = Fleet::new("");
+    fleet.env.push(("AGENT_KEY".to_owned(), SECRET.to_owned()));
+    let target = fleet.dir.path().join("agent.yaml");
+    std::fs::write(
+        &target,
+        format!(
+            "name: demo\nkind: http\nurl: \"http://{}/agent?key=${{AGENT_KEY}}\"\n\
+             headers: {{X-Agent-Key: \"${{AGENT_KEY}}\"}}\n\
+             body: {{question: \"{{{{ question }}}}\", auth: \"${{AGENT_KEY}}\"}}\n\
+             outputs: {{trace: /data/trace}}\n",
+            agent.addr
+        ),
+    )
+    .unwrap();
+    let data = fleet.dir.path().join("questions.jsonl");
+    let questions: String = std::fs::read_to_string(example("rag-layers.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .take(12)
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            r.as_object_mut().unwrap().remove("trace");
+            format!("{r}\n")
+        })
+        .collect();
+    std::fs::write(&data, questions).unwrap();
+    let run_id = format!("{}-secret", fleet.prefix);
+    let target_arg = target.to_str().unwrap();
+    // Submitted before any worker runs: the messages wait in the queue, to be read.
+    fleet.submit(
+        &data,
+        &run_id,
+        &["--suite", "rag-layers", "--target", target_arg],
+    );
+    if common::management_available("a_targets_secret_stays_in_the_workers_environment") {
+        let queue = format!("{}.examples", fleet.prefix);
+        let out = std::process::Command::new("curl")
+            .args([
+                "-sf",
+                "-u",
+                "guest:guest",
+                "-H",
+                "content-type: application/json",
+                "-X",
+                "POST",
+            ])
+            .args([
+                "-d",
+                r#"{"count":100,"ackmode":"ack_requeue_true","encoding":"auto"}"#,
+            ])
+            .arg(format!("http://127.0.0.1:15672/api/queues/%2F/{queue}/get"))
+            .output()
+            .expect("curl");
+        let messages = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            messages.contains(&run_id),
+            "the run's messages are read: {messages}"
+        );
+        assert!(
+            !messages.contains(SECRET),
+            "a queued message holds the secret"
+        );
+    }
+    fleet.worker("w1", 19591);
+    fleet.aggregator("agg", 19599);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(60));
+    assert_eq!(report["totals"]["ok"], 12, "{}", report["totals"]);
+
+    // Every Redis value under the fleet's prefix, whatever its type; the run's spec holds the
+    // target as its file wrote it.
+    let keys = fleet.redis(&["--scan", "--pattern", &format!("{}:*", fleet.prefix)]);
+    let mut unresolved = false;
+    for key in keys.lines() {
+        let value = match fleet.redis(&["TYPE", key]).as_str() {
+            "string" => fleet.redis(&["GET", key]),
+            "hash" => fleet.redis(&["HGETALL", key]),
+            "list" => fleet.redis(&["LRANGE", key, "0", "-1"]),
+            "set" => fleet.redis(&["SMEMBERS", key]),
+            "zset" => fleet.redis(&["ZRANGE", key, "0", "-1", "WITHSCORES"]),
+            "stream" => fleet.redis(&["XRANGE", key, "-", "+"]),
+            _ => String::new(),
+        };
+        assert!(!value.contains(SECRET), "Redis {key} holds the secret");
+        unresolved |= value.contains("${AGENT_KEY}");
+    }
+    assert!(
+        unresolved,
+        "the spec keeps ${{AGENT_KEY}} as written: {keys}"
+    );
+    for dir in [
+        fleet.reports_dir().join(&run_id),
+        fleet.dir.path().to_owned(),
+    ] {
+        for file in std::fs::read_dir(&dir).unwrap().flatten() {
+            if file.path().is_file() {
+                let text = std::fs::read(file.path()).unwrap();
+                let text = String::from_utf8_lossy(&text);
+                assert!(
+                    !text.contains(SECRET),
+                    "{} holds the secret",
+                    file.path().display()
+                );
+            }
+        }
+    }
+}

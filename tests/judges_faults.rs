@@ -190,25 +190,18 @@ fn failed(reports: &Reports) -> Vec<Value> {
 #[test]
 fn quota_exhausted_fails_without_retrying() {
     let (reports, stats) = run_with_fault(json!({"fault_quota": 1.0}), &patient(), "1");
-    // The first question of each example fails at once: one request per example.
-    assert_eq!(
-        total(&stats),
-        EXAMPLES,
-        "a quota error was retried: {stats}"
-    );
-    assert_eq!(
-        provider_status(&stats, "openai", 429),
-        EXAMPLES / 2,
-        "{stats}"
-    );
+    // An example's questions are asked at once, and each fails without a retry: one request
+    // per question.
+    assert_eq!(total(&stats), CALLS, "a quota error was retried: {stats}");
+    assert_eq!(provider_status(&stats, "openai", 429), CALLS / 2, "{stats}");
     assert_eq!(
         provider_status(&stats, "anthropic", 400),
-        EXAMPLES / 2,
+        CALLS / 2,
         "{stats}"
     );
     for (i, f) in failed(&reports).iter().enumerate() {
         let reason = f["reason"].as_str().expect("reason");
-        assert_eq!(f["attempts"], json!(1), "{f}");
+        assert_eq!(f["attempts"], json!(DIMS.len()), "{f}");
         // Even indices are gpt-4o answers (judged by Anthropic), odd ones claude (OpenAI).
         if i % 2 == 1 {
             assert!(reason.contains("insufficient_quota"), "{f}");
@@ -231,12 +224,13 @@ fn persistent_500_fails_after_max_attempts() {
         ..LiveConfig::default()
     };
     let (reports, stats) = run_with_fault(json!({"fault_500": 1.0}), &cfg, "1");
-    assert_eq!(status_count(&stats, 500), 3 * EXAMPLES, "{stats}");
-    assert_eq!(total(&stats), 3 * EXAMPLES, "{stats}");
+    assert_eq!(status_count(&stats, 500), 3 * CALLS, "{stats}");
+    assert_eq!(total(&stats), 3 * CALLS, "{stats}");
     for f in failed(&reports) {
         let reason = f["reason"].as_str().expect("reason");
         assert!(reason.starts_with("HTTP 500"), "{f}");
-        assert_eq!(f["attempts"], json!(3), "{f}");
+        // Both questions of the example, three attempts each.
+        assert_eq!(f["attempts"], json!(3 * DIMS.len()), "{f}");
         assert_eq!(f["last_status"], json!(500), "{f}");
     }
 }
@@ -260,7 +254,7 @@ fn hanging_provider_times_out_and_fails() {
     for f in failed(&reports) {
         let reason = f["reason"].as_str().expect("reason");
         assert!(reason.contains("timeout"), "{f}");
-        assert_eq!(f["attempts"], json!(2), "{f}");
+        assert_eq!(f["attempts"], json!(2 * DIMS.len()), "{f}");
         assert!(
             f.get("last_status").is_none(),
             "no response, no status: {f}"

@@ -63,44 +63,70 @@ impl LiveJudge {
             .config
             .judges_for(example.response_provider())
             .map_err(|reason| JudgeFailure::new(reason, false))?;
-        let mut scores = Vec::with_capacity(tasks.len());
-        // Questions still waiting for a batch: the others are asked all the same, so that an
-        // example's first questions all go into the same round of batches.
-        let mut awaiting = Vec::new();
-        for (t, task) in tasks.iter().enumerate() {
-            let mut verdicts = Vec::with_capacity(judges.len());
-            for (j, name) in judges.iter().enumerate() {
-                let rt = self.providers.get(*name).ok_or_else(|| {
-                    JudgeFailure::new(format!("judge provider '{name}' is not configured"), false)
-                })?;
-                let question = format!("{}-{t}-{j}", tally.key);
-                let asked = match self.ask(rt, task, tally, &question).await {
-                    Ok(asked) => asked,
-                    Err(failure) if !failure.awaiting.is_empty() => {
-                        awaiting.extend(failure.awaiting);
-                        continue;
+        // Every question of the example at once (each dimension of each judge): an example
+        // takes one judge call's time, not one per dimension. Each question keeps its own tally,
+        // added to the example's in question order, so its tokens and cost sum exactly as if
+        // the questions had been asked one after another.
+        let questions = tasks.iter().enumerate().flat_map(|(t, task)| {
+            judges
+                .iter()
+                .enumerate()
+                .map(move |(j, name)| (t, task, j, *name))
+        });
+        let asked =
+            futures_util::future::join_all(questions.map(|(t, task, j, name)| async move {
+                let own = tally.child();
+                let rt = match self.providers.get(name) {
+                    Some(rt) => rt,
+                    None => {
+                        let reason = format!("judge provider '{name}' is not configured");
+                        return (t, own, Err(JudgeFailure::new(reason, false)));
                     }
-                    Err(failure) => return Err(failure),
                 };
-                verdicts.push((
-                    JudgeId {
+                let question = format!("{}-{t}-{j}", tally.key);
+                let asked = self.ask(rt, task, &own, &question).await.map(|asked| {
+                    let judge = JudgeId {
                         provider: rt.name.clone(),
                         model: rt.model.clone(),
-                    },
-                    asked,
-                ));
+                    };
+                    (judge, asked)
+                });
+                (t, own, asked)
+            }))
+            .await;
+        let mut verdicts: Vec<Vec<(JudgeId, Asked)>> = tasks.iter().map(|_| Vec::new()).collect();
+        // Questions still waiting for a batch: the others were asked all the same, so that an
+        // example's first questions all go into the same round of batches.
+        let mut awaiting = Vec::new();
+        let mut failed = None;
+        for (t, own, asked) in asked {
+            tally.absorb(own);
+            match asked {
+                Ok(verdict) => verdicts[t].push(verdict),
+                Err(failure) if !failure.awaiting.is_empty() => awaiting.extend(failure.awaiting),
+                Err(failure) => {
+                    failed.get_or_insert(failure);
+                }
             }
-            if awaiting.is_empty() {
-                scores.push((
-                    task.dimension.name.clone(),
-                    combine(task.dimension, verdicts),
-                ));
-            }
+        }
+        if let Some(failure) = failed {
+            return Err(failure);
         }
         if !awaiting.is_empty() {
             return Err(JudgeFailure::awaiting(awaiting));
         }
-        Ok(Scores(scores))
+        Ok(Scores(
+            tasks
+                .iter()
+                .zip(verdicts)
+                .map(|(task, verdicts)| {
+                    (
+                        task.dimension.name.clone(),
+                        combine(task.dimension, verdicts),
+                    )
+                })
+                .collect(),
+        ))
     }
 
     async fn ask(

@@ -91,6 +91,36 @@ struct Tally {
 }
 
 impl Tally {
+    /// A tally for one question of the same example, added back with [`Tally::absorb`].
+    fn child(&self) -> Tally {
+        Tally {
+            run: self.run.clone(),
+            key: self.key.clone(),
+            ..Tally::default()
+        }
+    }
+
+    /// Adds what one question's tally counted: its attempts, tokens, cost, last status and
+    /// deferred batch charges.
+    fn absorb(&self, child: Tally) {
+        self.attempts.fetch_add(
+            child.attempts.into_inner(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        if let (Ok(mut usage), Ok(theirs)) = (self.usage.lock(), child.usage.into_inner()) {
+            usage.add(&theirs);
+        }
+        if let (Ok(mut status), Ok(theirs)) =
+            (self.last_status.lock(), child.last_status.into_inner())
+        {
+            *status = theirs.or(*status);
+        }
+        if let (Ok(mut deferred), Ok(theirs)) = (self.deferred.lock(), child.deferred.into_inner())
+        {
+            deferred.extend(theirs);
+        }
+    }
+
     fn add(&self, usage: TokenUsage, cost: f64) {
         if let Ok(mut u) = self.usage.lock() {
             u.add(&Usage {
