@@ -11,7 +11,7 @@ use evalfleet_contract::batch_store::Question;
 use evalfleet_contract::queue::Message;
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_model::epochs;
-use evalfleet_model::record::{ResultRecord, TargetCall};
+use evalfleet_model::record::{RawJson, ResultRecord, TargetCall};
 use evalfleet_suites::evaluate::{finish, judge_tasks, Effort, Example, Work};
 use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::PendingRecord;
@@ -143,7 +143,7 @@ async fn process_example<S: ResultStore>(
     if let (Some((outputs, call)), Work::Generate(pending)) = (generated, &msg.work) {
         record.outputs = Some(outputs);
         record.target = Some(call);
-        record.dataset_record = Some(pending.record.clone());
+        record.dataset_record = RawJson::of(&pending.record).ok();
     }
     m.examples_processed
         .with_label_values(&[&record.suite, record.outcome.as_str()])

@@ -195,7 +195,7 @@ pub struct ResultRecord {
     /// A target run: the record as the dataset held it, before `outputs` filled it; with them
     /// it is the completed record `outputs.jsonl` holds. Not an item field of report.json.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dataset_record: Option<Map<String, Value>>,
+    pub dataset_record: Option<RawJson>,
     /// A run of K > 1 epochs: each epoch's outputs, scores, checks and pass; the record's own
     /// numbers are their means ([`crate::epochs::fold`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -270,6 +270,31 @@ impl ResultRecord {
         self.metrics
             .get(name)
             .or_else(|| self.scores.get(name).and_then(|s| s.score))
+    }
+}
+
+/// JSON kept as its text: written once, then copied through every serialisation of the record
+/// that holds it (the spill, Redis, each report writer) without being parsed into a map and
+/// written out again; parsed only where it is read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct RawJson(Box<serde_json::value::RawValue>);
+
+impl RawJson {
+    /// `value` as JSON text.
+    pub fn of<T: Serialize>(value: &T) -> Result<Self, serde_json::Error> {
+        serde_json::value::to_raw_value(value).map(RawJson)
+    }
+
+    /// The JSON parsed into `T`.
+    pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
     }
 }
 

@@ -31,13 +31,14 @@ fn completed(
     let (Some(record), Some(outputs)) = (&rec.dataset_record, &rec.outputs) else {
         return Ok(None);
     };
-    fill(record.clone(), outputs)
-        .map(Some)
-        .map_err(|e| ReportError::Source(format!("item {} ({}): {e}", rec.index, rec.id)))
+    let failed = |e: String| ReportError::Source(format!("item {} ({}): {e}", rec.index, rec.id));
+    let record = record.parse().map_err(|e| failed(e.to_string()))?;
+    fill(record, outputs).map(Some).map_err(failed)
 }
 
 #[cfg(test)]
 mod tests {
+    use evalfleet_model::record::RawJson;
     use serde_json::json;
 
     use super::*;
@@ -46,9 +47,8 @@ mod tests {
     fn a_completed_record_is_the_dataset_record_with_the_outputs_written_in() {
         let mut rec = ResultRecord::failed("r", "s", 0, Some(1), "q1".into(), String::new());
         assert_eq!(completed(&rec).unwrap(), None, "no target, no line");
-        rec.dataset_record = json!({"id": "q1", "question": "?", "trace": "old"})
-            .as_object()
-            .cloned();
+        rec.dataset_record =
+            Some(RawJson::of(&json!({"id": "q1", "question": "?", "trace": "old"})).unwrap());
         rec.outputs = json!({"trace": {"steps": []}, "trace.answer": "yes"})
             .as_object()
             .cloned();
