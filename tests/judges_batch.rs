@@ -207,3 +207,77 @@ fn fallback_live_answers_what_the_batches_did_not() {
         12
     );
 }
+
+/// A target run whose judges are in batch mode: the target is asked live, once per example —
+/// its reply is kept while the example is parked for its judges' batch replies, so the
+/// example's second evaluation judges the same answer without asking again, even from a
+/// target that samples (temperature 0.7: no reply cache by request).
+#[test]
+fn a_live_target_with_batch_judges_is_asked_once_per_example() {
+    const N: usize = 6;
+    let fake = fake(FakeProviderArgs::default());
+    let dir = tempdir();
+    let target = dir.path().join("bot.yaml");
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0.7}\noutput: response\n\
+         set: {model: claude-3-5-sonnet, prompt_version: bot-v1}\n",
+    )
+    .unwrap();
+    let tickets: Vec<serde_json::Value> = (0..N)
+        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
+        .collect();
+    let data = write_dataset(dir.path(), &tickets);
+    let config = fake.config(dir.path(), &batch_config(""));
+    let out = dir.path().join("out");
+    let run = run_live(
+        &data,
+        &config,
+        &out,
+        &fake.key,
+        &[
+            "--judge-mode",
+            "batch",
+            "--target",
+            target.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let report = check_consistent(&out, &run).json;
+    assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
+    for item in items(&report) {
+        assert_eq!(item["target"]["attempts"], json!(1), "{item}");
+        for dim in DIMS {
+            assert!(item[dim]["score"].is_number(), "{item}");
+        }
+    }
+    // The target live, once per example; every judge question in a batch, once.
+    let stats = fake.stats();
+    assert_eq!(total(&stats), N as u64, "live requests: {stats}");
+    let ledger = &stats["batches"];
+    let requests = u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests");
+    assert_eq!(requests, (N * DIMS.len()) as u64, "{ledger}");
+
+    let refused = run_live(
+        &data,
+        &config,
+        &dir.path().join("o2"),
+        &fake.key,
+        &[
+            "--judge-mode",
+            "batch",
+            "--target",
+            target.to_str().unwrap(),
+            "--epochs",
+            "2",
+        ],
+        &[],
+    );
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("--epochs with --judge-mode batch"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -187,8 +187,7 @@ fn run_one(
 ) -> anyhow::Result<Exit> {
     let dataset_bytes = super::dataset_len(&args.dataset)?;
     let judge = build_judge(args.judges.judge, &config.judges, parts).map_err(BadInput)?;
-    // One budget for the run: the target's calls are charged where the judges' are.
-    let target = target.map(|t| t.charged_to(judge.accounting(&config.judges)));
+    let target = target.map(|t| t.serving(&judge, &config.judges));
     let live = matches!(judge, Judge::Live(_));
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
         // Offline judges are CPU-bound (one task per core); live ones and targets wait on the

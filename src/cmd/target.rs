@@ -129,9 +129,11 @@ impl TargetChoice {
             )
             .into());
         }
-        if judge == JudgeMode::Live && config.judges.batches() {
+        // Batch-mode judges ask by example, not by epoch: the epochs' questions would share
+        // their batch custom_ids.
+        if judge == JudgeMode::Live && config.judges.batches() && target.epochs().unwrap_or(1) > 1 {
             return Err(BadInput(
-                "--target with --judge-mode batch is not supported yet: a parked example would ask the target again".into(),
+                "--epochs with --judge-mode batch is not supported yet: the judges' batch questions are named by example, not by epoch".into(),
             )
             .into());
         }

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use crate::judge::Judge;
 use crate::metrics::metrics;
 use crate::scenarios::{Scenarios, Unattached};
-use crate::target::{Generation, RunTarget};
+use crate::target::{ExampleAt, Generation, RunTarget};
 
 /// Everything a worker needs to evaluate examples of one run.
 pub struct Pipeline {
@@ -179,8 +179,13 @@ async fn generate(
             None,
         ));
     };
+    let at = ExampleAt {
+        run_id: &msg.run_id,
+        index: msg.index,
+        epoch,
+    };
     target
-        .generate(suite, pending, epoch)
+        .generate(suite, pending, at)
         .await
         .map_err(|not| failed(not.reason, not.call))
 }

@@ -207,8 +207,8 @@ impl<D: RunRegistry> FleetRuns<D> {
                 rate_limits: &self.live.rate_limits(),
             })
             .map_err(WorkerError::Stopped)?;
-            let accounting = pipeline.judge.accounting(&spec.judges);
-            pipeline = pipeline.with_target(target.charged_to(accounting));
+            let target = target.serving(&pipeline.judge, &spec.judges);
+            pipeline = pipeline.with_target(target);
         }
         let pipeline = Arc::new(pipeline);
         let ctx = Arc::new(RunContext {

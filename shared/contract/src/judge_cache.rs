@@ -20,12 +20,19 @@ pub struct CachedVerdict {
     pub reasoning: String,
 }
 
-/// A target's reply worth keeping: a reply that completed a record, and what it cost.
+/// A target's reply worth keeping: a reply that completed a record, and the call that got it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CachedReply {
     pub reply: Reply,
     pub tokens_in: u64,
     pub tokens_out: u64,
+    /// The call's own figures, for the same example evaluated again (it was paid once).
+    #[serde(default)]
+    pub latency_ms: f64,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub cost_usd: f64,
 }
 
 #[async_trait]

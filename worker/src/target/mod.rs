@@ -14,4 +14,4 @@ mod run;
 pub use chat::{ChatTarget, Generated};
 pub use estimate::{ReplyTokens, TargetEstimate, TargetEstimator, TYPICAL_TARGET_REPLY_TOKENS};
 pub use http::{Called, HttpTarget, TargetFailure};
-pub use run::{Generation, NotGenerated, RunTarget, TargetParts};
+pub use run::{ExampleAt, Generation, NotGenerated, RunTarget, TargetParts};

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use evalfleet_config::{Price, ProviderConfig, RetryConfig, Target};
+use evalfleet_config::{JudgeConfig, Price, ProviderConfig, RetryConfig, Target};
 use evalfleet_contract::judge_cache::{CachedReply, JudgeCache};
 use evalfleet_model::record::TargetCall;
 use evalfleet_model::routing::ProviderRules;
@@ -16,6 +16,7 @@ use sha2::{Digest, Sha256};
 
 use super::{ChatTarget, HttpTarget};
 use crate::judge::accounting::Accounting;
+use crate::judge::Judge;
 use crate::metrics::metrics;
 use crate::rate_limit::RateLimits;
 
@@ -36,8 +37,27 @@ pub struct RunTarget {
     /// Chat targets' cost per model (the judges' prices table), and the run budget the calls
     /// draw on: the judges' once [`RunTarget::charged_to`] shares it.
     accounting: Arc<Accounting>,
-    /// Replies kept by request, when the target's calls are deterministic.
-    cache: Option<Arc<dyn JudgeCache>>,
+    /// Where replies are kept, and which.
+    cache: Arc<dyn JudgeCache>,
+    keep: Keep,
+}
+
+/// Which of a target's replies the cache keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// By request, for anyone asking the same: the target's calls are deterministic.
+    Requests,
+    /// By example and epoch: a sampled target's reply, for the example's next evaluation
+    /// (batch-mode judges park an example and evaluate it again from the start).
+    Examples,
+    Nothing,
+}
+
+/// Where an example is in its run: the part of a kept reply's key that names it.
+pub struct ExampleAt<'a> {
+    pub run_id: &'a str,
+    pub index: u64,
+    pub epoch: u32,
 }
 
 /// An example the target completed.
@@ -111,20 +131,44 @@ impl RunTarget {
             Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone(), parts.rate_limits)?),
         };
         metrics().init_target(plan.name());
-        let cache = (plan.target.caches() && parts.cache.enabled()).then_some(parts.cache);
+        let keep = match (plan.target.caches(), parts.cache.enabled()) {
+            (true, true) => Keep::Requests,
+            _ => Keep::Nothing,
+        };
         Ok(RunTarget {
             plan,
             caller,
             model: parts.model,
             rules: parts.rules,
             accounting: Arc::new(Accounting::new(parts.prices.clone(), None)),
-            cache,
+            cache: parts.cache,
+            keep,
         })
+    }
+
+    /// The run's judges park examples (batch mode), which are then evaluated again from the
+    /// start: keep each reply for its example, so that the target is asked once per example
+    /// and epoch, and the judges judge the answer they were asked about.
+    fn kept_while_parked(mut self) -> Self {
+        if self.keep == Keep::Nothing && self.cache.enabled() {
+            self.keep = Keep::Examples;
+        }
+        self
+    }
+
+    /// The target as the run's `judge` needs it: its calls charged to the judges' budget, and
+    /// its replies kept for an example's next evaluation when batch-mode judges park examples.
+    pub fn serving(self, judge: &Judge, judges: &JudgeConfig) -> Self {
+        let target = self.charged_to(judge.accounting(judges));
+        match judge {
+            Judge::Live(_) if judges.batches() => target.kept_while_parked(),
+            _ => target,
+        }
     }
 
     /// Charges this target's calls to `accounting` and calls no more once its budget is spent:
     /// the run's judges' ([`crate::Judge::accounting`]), so that `--budget` covers both.
-    pub fn charged_to(mut self, accounting: Arc<Accounting>) -> Self {
+    fn charged_to(mut self, accounting: Arc<Accounting>) -> Self {
         self.accounting = accounting;
         self
     }
@@ -149,36 +193,30 @@ impl RunTarget {
         &self,
         suite: &Arc<Suite>,
         pending: &PendingRecord,
-        epoch: u32,
+        at: ExampleAt<'_>,
     ) -> Result<Generation, NotGenerated> {
-        let key = self.cache_key(&pending.record, epoch);
-        let cached = match (&self.cache, &key) {
-            (Some(cache), Some(key)) => cache.get_reply(key).await,
-            _ => None,
+        let key = self.cache_key(&pending.record, &at);
+        let cached = match &key {
+            Some(key) => self.cache.get_reply(key).await,
+            None => None,
         };
         let (reply, call) = match cached {
-            // A reply already paid for: no attempt, no latency, no cost.
-            Some(hit) => (
-                hit.reply,
-                TargetCall {
-                    name: self.name().to_owned(),
-                    tokens_in: hit.tokens_in,
-                    tokens_out: hit.tokens_out,
-                    ..TargetCall::default()
-                },
-            ),
+            Some(hit) => self.kept_call(hit),
             None => {
                 self.within_budget()?;
                 let (reply, call) = self.call(pending).await?;
                 self.accounting.charge(call.cost_usd);
                 self.observe(&call);
-                if let (Some(cache), Some(key)) = (&self.cache, &key) {
+                if let Some(key) = &key {
                     let kept = CachedReply {
                         reply: reply.clone(),
                         tokens_in: call.tokens_in,
                         tokens_out: call.tokens_out,
+                        latency_ms: call.latency_ms,
+                        attempts: call.attempts,
+                        cost_usd: call.cost_usd,
                     };
-                    cache.put_reply(key, &kept).await;
+                    self.cache.put_reply(key, &kept).await;
                 }
                 (reply, call)
             }
@@ -203,18 +241,44 @@ impl RunTarget {
         })
     }
 
-    /// The cache key of `record`'s request in `epoch`: the target's name, the epoch and the
-    /// rendered request (headers left out: they authenticate, they do not ask), hashed. None
-    /// when the target does not cache or the request does not render (the call then says why).
-    fn cache_key(&self, record: &Map<String, Value>, epoch: u32) -> Option<String> {
-        self.cache.as_ref()?;
+    /// A kept reply and the call it stands for. Kept by request, it answers a call that was
+    /// not made: no attempt, no latency, no cost (as a cached verdict). Kept for its example,
+    /// it is that example's own call, paid once: its figures are the call's.
+    fn kept_call(&self, hit: CachedReply) -> (Reply, TargetCall) {
+        let mut call = TargetCall {
+            name: self.name().to_owned(),
+            tokens_in: hit.tokens_in,
+            tokens_out: hit.tokens_out,
+            ..TargetCall::default()
+        };
+        if self.keep == Keep::Examples {
+            call.latency_ms = hit.latency_ms;
+            call.attempts = hit.attempts;
+            call.cost_usd = hit.cost_usd;
+        }
+        (hit.reply, call)
+    }
+
+    /// The cache key of `record`'s reply at `at`, hashed: the target's name, the epoch and the
+    /// rendered request (headers left out: they authenticate, they do not ask) when replies
+    /// are kept by request; the example's run and index when they are kept by example. None
+    /// when nothing is kept or the request does not render (the call then says why).
+    fn cache_key(&self, record: &Map<String, Value>, at: &ExampleAt<'_>) -> Option<String> {
+        if self.keep == Keep::Nothing {
+            return None;
+        }
         let mut hasher = Sha256::new();
         let mut part = |p: &[u8]| {
             hasher.update((p.len() as u64).to_le_bytes());
             hasher.update(p);
         };
         part(self.name().as_bytes());
-        part(&epoch.to_le_bytes());
+        part(&at.epoch.to_le_bytes());
+        if self.keep == Keep::Examples {
+            part(at.run_id.as_bytes());
+            part(&at.index.to_le_bytes());
+            return Some(format!("x{:x}", hasher.finalize()));
+        }
         match &self.caller {
             Caller::Chat(_) => {
                 let call = self.plan.chat(record, self.model.as_deref()).ok()?;
@@ -339,6 +403,14 @@ mod tests {
         }
     }
 
+    fn at() -> ExampleAt<'static> {
+        ExampleAt {
+            run_id: "r",
+            index: 0,
+            epoch: 0,
+        }
+    }
+
     #[tokio::test]
     async fn a_target_call_is_refused_once_the_shared_budget_is_spent() {
         let (addr, _server) = spawn(FakeProviderArgs {
@@ -370,12 +442,16 @@ mod tests {
         .unwrap()
         .charged_to(budget.clone());
         let suite = Arc::new(Suite::builtin(SuiteKind::RagLayers));
-        let first = target.generate(&suite, &question(), 0).await;
+        let first = target.generate(&suite, &question(), at()).await;
         assert!(first.is_ok(), "{:?}", first.err().map(|n| n.reason));
         assert!(budget.within_budget(), "0.01 of 0.015 USD spent");
         // A judge's call spends the rest of the run's budget.
         budget.charge(0.005);
-        let refused = target.generate(&suite, &question(), 0).await.err().unwrap();
+        let refused = target
+            .generate(&suite, &question(), at())
+            .await
+            .err()
+            .unwrap();
         assert_eq!(
             refused.reason,
             "target demo: the run budget of 0.015 USD is spent"
