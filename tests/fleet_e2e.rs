@@ -186,19 +186,8 @@ fn a_target_run_through_the_fleet_equals_the_embedded_one() {
         ),
     )
     .unwrap();
-    let questions: String = std::fs::read_to_string(example("rag-layers.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .take(40)
-        .map(|l| {
-            let mut r: Value = serde_json::from_str(l).unwrap();
-            r.as_object_mut().unwrap().remove("trace");
-            format!("{r}\n")
-        })
-        .collect();
     let data = fleet.dir.path().join("questions.jsonl");
-    std::fs::write(&data, questions).unwrap();
+    std::fs::write(&data, common::jsonl(&common::questions(40))).unwrap();
     let run_id = format!("{}-target", fleet.prefix);
     // Two epochs: each worker evaluates an item's epochs and folds them as `run` does.
     let flags = [
@@ -323,18 +312,7 @@ fn a_targets_secret_stays_in_the_workers_environment() {
     )
     .unwrap();
     let data = fleet.dir.path().join("questions.jsonl");
-    let questions: String = std::fs::read_to_string(example("rag-layers.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .take(12)
-        .map(|l| {
-            let mut r: Value = serde_json::from_str(l).unwrap();
-            r.as_object_mut().unwrap().remove("trace");
-            format!("{r}\n")
-        })
-        .collect();
-    std::fs::write(&data, questions).unwrap();
+    std::fs::write(&data, common::jsonl(&common::questions(12))).unwrap();
     let run_id = format!("{}-secret", fleet.prefix);
     let target_arg = target.to_str().unwrap();
     // Submitted before any worker runs: the messages wait in the queue, to be read.

@@ -27,6 +27,23 @@ fn live_fleet(fake: &FakeServer, fleet_yaml: &str, cfg: &LiveConfig) -> Fleet {
     fleet
 }
 
+/// A fake enforcing `rpm` per provider over a sliding window, and a fleet configured with the
+/// same limit, shared fleet-wide.
+fn limited_fleet(rpm: u32) -> (FakeServer, Fleet) {
+    let fake = FakeServer::start(FakeProviderArgs {
+        rpm_openai: rpm,
+        rpm_anthropic: rpm,
+        rate_limit_mode: RateLimitMode::SlidingWindow,
+        ..FakeProviderArgs::default()
+    });
+    let cfg = LiveConfig {
+        rpm,
+        ..LiveConfig::default()
+    };
+    let fleet = live_fleet(&fake, "  fleet_rate_limits: true\n", &cfg);
+    (fake, fleet)
+}
+
 /// Publishes `n` support-judge examples for the live judges as run `run_id`.
 fn submit_live(fleet: &Fleet, n: usize, run_id: &str) {
     let data = write_dataset(fleet.dir.path(), &examples(n, &MODELS));
@@ -137,17 +154,7 @@ fn worst_excess(times: &[u64], burst: f64, per_s: f64) -> (f64, String) {
 fn three_workers_sharing_a_fleet_limit_never_exceed_it_together() {
     const N: u64 = 75;
     const RPM: u32 = 600;
-    let fake = FakeServer::start(FakeProviderArgs {
-        rpm_openai: RPM,
-        rpm_anthropic: RPM,
-        rate_limit_mode: RateLimitMode::SlidingWindow,
-        ..FakeProviderArgs::default()
-    });
-    let cfg = LiveConfig {
-        rpm: RPM,
-        ..LiveConfig::default()
-    };
-    let mut fleet = live_fleet(&fake, "  fleet_rate_limits: true\n", &cfg);
+    let (fake, mut fleet) = limited_fleet(RPM);
     for (name, port) in [("w1", 19721), ("w2", 19722), ("w3", 19723)] {
         fleet.worker(name, port);
     }
@@ -272,17 +279,7 @@ fn sigterm_gives_the_unstarted_prefetch_to_another_worker_at_once() {
 fn a_target_and_the_judges_share_one_provider_quota() {
     const N: u64 = 330;
     const RPM: u32 = 3000;
-    let fake = FakeServer::start(FakeProviderArgs {
-        rpm_openai: RPM,
-        rpm_anthropic: RPM,
-        rate_limit_mode: RateLimitMode::SlidingWindow,
-        ..FakeProviderArgs::default()
-    });
-    let cfg = LiveConfig {
-        rpm: RPM,
-        ..LiveConfig::default()
-    };
-    let mut fleet = live_fleet(&fake, "  fleet_rate_limits: true\n", &cfg);
+    let (fake, mut fleet) = limited_fleet(RPM);
     // The target asks OpenAI; its answers are recorded as a Claude model's, so the judges ask
     // OpenAI too: one quota for both.
     let target = fleet.dir.path().join("bot.yaml");

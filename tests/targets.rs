@@ -7,35 +7,75 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::fake::{FakeServer, LiveConfig, KEY_ENV};
-use common::{check_consistent, evalfleet_with_env, items, root, tempdir, Output};
+use common::{check_consistent, evalfleet_with_env, items, jsonl, questions, tempdir, Output};
 use evalfleet_fake_provider::FakeProviderArgs;
 use serde_json::{json, Value};
 
-/// `evalfleet run DATASET --suite SUITE --target TARGET --config CONFIG --out OUT` with `env`.
-fn run(
-    dataset: &Path,
-    suite: &str,
-    target: &Path,
-    config: &Path,
-    out: &Path,
-    env: &[(&str, &str)],
-) -> Output {
-    let path = |p: &Path| p.to_str().expect("a UTF-8 path").to_owned();
-    let (dataset, target, config, out) = (path(dataset), path(target), path(config), path(out));
-    let args = [
-        "run", &dataset, "--suite", suite, "--target", &target, "--config", &config, "--out", &out,
-    ];
-    evalfleet_with_env(&args, env)
+/// One test's stand-in provider (which also serves the demo agent), its directory, and a
+/// config pointing at both.
+struct Case {
+    fake: FakeServer,
+    dir: tempfile::TempDir,
+    config: PathBuf,
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
+impl Case {
+    fn new() -> Case {
+        Case::with(FakeServer::plain())
+    }
+
+    fn with(fake: FakeServer) -> Case {
+        let dir = tempdir();
+        let config = fake.config(dir.path(), &LiveConfig::default());
+        Case { fake, dir, config }
+    }
+
+    /// A file written in the test's directory.
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A path in the test's directory (a report directory, say).
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `evalfleet ARGS... --config CONFIG`, with the provider's key and `env` set.
+    fn evalfleet(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let config = arg(&self.config).to_owned();
+        let mut args = args.to_vec();
+        args.extend(["--config", &config]);
+        let mut env = env.to_vec();
+        env.push((KEY_ENV, &self.fake.key));
+        evalfleet_with_env(&args, &env)
+    }
+
+    /// `evalfleet run DATA --suite SUITE --target TARGET --out OUT EXTRA...`.
+    fn run(&self, data: &Path, suite: &str, target: &Path, out: &Path, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "run",
+            arg(data),
+            "--suite",
+            suite,
+            "--target",
+            arg(target),
+            "--out",
+            arg(out),
+        ];
+        args.extend_from_slice(extra);
+        self.evalfleet(&args, &[])
+    }
+
+    /// An http target at the fake's demo agent, with `extra` YAML lines.
+    fn agent(&self, name: &str, extra: &str) -> PathBuf {
+        self.file(name, &agent_target(&self.fake, extra))
+    }
 }
 
-fn jsonl(records: &[Value]) -> String {
-    records.iter().map(|r| format!("{r}\n")).collect()
+fn arg(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
 }
 
 /// An http target at the fake's demo agent.
@@ -49,36 +89,17 @@ fn agent_target(fake: &FakeServer, extra: &str) -> String {
     )
 }
 
-/// The bundled rag-layers items without their traces: what the agent must produce.
-fn questions(n: usize) -> Vec<Value> {
-    std::fs::read_to_string(root().join("examples/rag-layers.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .take(n)
-        .map(|l| {
-            let mut r: Value = serde_json::from_str(l).unwrap();
-            r.as_object_mut().unwrap().remove("trace");
-            r
-        })
-        .collect()
-}
-
 #[test]
 fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let target = write(
-        dir.path(),
+    let case = Case::new();
+    let target = case.file(
         "bot.yaml",
         "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
          system: \"You are a support engineer.\"\nprompt: \"{{ ticket }}\"\n\
          params: {temperature: 0}\noutput: response\nmodel_field: model\n\
          set: {prompt_version: \"bot-v1\"}\n",
     );
-    let data = write(
-        dir.path(),
+    let data = case.file(
         "tickets.jsonl",
         &jsonl(&[
             json!({"id": "t1", "ticket": "VPN connection drops every hour on macOS"}),
@@ -86,15 +107,8 @@ fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
             json!({"id": "t3", "question": "no ticket here"}),
         ]),
     );
-    let out = dir.path().join("out");
-    let exit = run(
-        &data,
-        "support-judge",
-        &target,
-        &config,
-        &out,
-        &[(KEY_ENV, &fake.key)],
-    );
+    let out = case.path("out");
+    let exit = case.run(&data, "support-judge", &target, &out, &[]);
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 2, "{}", report["totals"]);
     assert_eq!(report["totals"]["skipped"], 1);
@@ -151,13 +165,11 @@ fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
 
 #[test]
 fn an_http_target_fills_the_trace_the_rag_suite_scores() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let target = write(dir.path(), "agent.yaml", &agent_target(&fake, ""));
-    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(12)));
-    let out = dir.path().join("out");
-    let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+    let case = Case::new();
+    let target = case.agent("agent.yaml", "");
+    let data = case.file("q.jsonl", &jsonl(&questions(12)));
+    let out = case.path("out");
+    let exit = case.run(&data, "rag-layers", &target, &out, &[]);
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 12, "{}", report["totals"]);
     let first = &items(&report)[0];
@@ -181,23 +193,19 @@ fn an_http_target_fills_the_trace_the_rag_suite_scores() {
     assert_eq!(lines[0]["id"], first["id"]);
     assert_eq!(lines[0]["trace"], first["outputs"]["trace"]);
     assert_eq!(lines[0]["question"], questions(1)[0]["question"]);
-    let again = dir.path().join("again");
-    let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let (outputs, config, again_s) = (
-        path(&out.join("outputs.jsonl")),
-        path(&config),
-        path(&again),
+    let again = case.path("again");
+    let outputs = out.join("outputs.jsonl");
+    let exit = case.evalfleet(
+        &[
+            "run",
+            arg(&outputs),
+            "--suite",
+            "rag-layers",
+            "--out",
+            arg(&again),
+        ],
+        &[],
     );
-    let exit = common::evalfleet(&[
-        "run",
-        &outputs,
-        "--suite",
-        "rag-layers",
-        "--config",
-        &config,
-        "--out",
-        &again_s,
-    ]);
     let replay = check_consistent(&again, &exit).json;
     assert!(
         !again.join("outputs.jsonl").exists(),
@@ -210,16 +218,14 @@ fn an_http_target_fills_the_trace_the_rag_suite_scores() {
 
 #[test]
 fn a_target_that_fails_fails_its_examples_with_the_reason() {
-    let dir = tempdir();
-    let failing = FakeServer::start(FakeProviderArgs {
+    let failing = Case::with(FakeServer::start(FakeProviderArgs {
         fault_500: 1.0,
         ..FakeProviderArgs::default()
-    });
-    let config = failing.config(dir.path(), &LiveConfig::default());
-    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(3)));
-    let target = write(dir.path(), "a.yaml", &agent_target(&failing, ""));
-    let out = dir.path().join("out");
-    let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+    }));
+    let data = failing.file("q.jsonl", &jsonl(&questions(3)));
+    let target = failing.agent("a.yaml", "");
+    let out = failing.path("out");
+    let exit = failing.run(&data, "rag-layers", &target, &out, &[]);
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["failed"], 3, "{}", report["totals"]);
     assert_eq!(
@@ -228,19 +234,20 @@ fn a_target_that_fails_fails_its_examples_with_the_reason() {
     );
 
     // A pointer the reply does not have; a 400 (a body without the question), never retried.
-    let fake = FakeServer::plain();
-    for (extra, reason) in [
-        ("", "target demo: /data/nothing not found in the reply"),
-        ("", "target demo: HTTP 400 after 1 attempts"),
+    let case = Case::new();
+    let data = case.file("q.jsonl", &jsonl(&questions(3)));
+    for reason in [
+        "target demo: /data/nothing not found in the reply",
+        "target demo: HTTP 400 after 1 attempts",
     ] {
         let yaml = if reason.contains("400") {
-            agent_target(&fake, extra).replace("question: \"{{ question }}\", ", "")
+            agent_target(&case.fake, "").replace("question: \"{{ question }}\", ", "")
         } else {
-            agent_target(&fake, extra).replace("/data/trace", "/data/nothing")
+            agent_target(&case.fake, "").replace("/data/trace", "/data/nothing")
         };
-        let target = write(dir.path(), "b.yaml", &yaml);
-        let out = dir.path().join(format!("out-{}", reason.len()));
-        let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+        let target = case.file("b.yaml", &yaml);
+        let out = case.path(&format!("out-{}", reason.len()));
+        let exit = case.run(&data, "rag-layers", &target, &out, &[]);
         let report = check_consistent(&out, &exit).json;
         assert_eq!(report["totals"]["failed"], 3, "{}", report["totals"]);
         assert_eq!(report["failed"][0]["reason"], reason);
@@ -249,23 +256,22 @@ fn a_target_that_fails_fails_its_examples_with_the_reason() {
 
 #[test]
 fn a_secret_reaches_the_target_and_nothing_else() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
+    let case = Case::new();
     let secret = "s3cr3t-agent-key-0451";
-    let target = write(
-        dir.path(),
-        "agent.yaml",
-        &agent_target(&fake, "headers: {X-Agent-Key: \"${AGENT_KEY}\"}\n"),
-    );
-    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(4)));
-    let out = dir.path().join("out");
-    let exit = run(
-        &data,
-        "rag-layers",
-        &target,
-        &config,
-        &out,
+    let target = case.agent("agent.yaml", "headers: {X-Agent-Key: \"${AGENT_KEY}\"}\n");
+    let data = case.file("q.jsonl", &jsonl(&questions(4)));
+    let out = case.path("out");
+    let exit = case.evalfleet(
+        &[
+            "run",
+            arg(&data),
+            "--suite",
+            "rag-layers",
+            "--target",
+            arg(&target),
+            "--out",
+            arg(&out),
+        ],
         &[("AGENT_KEY", secret)],
     );
     let report = check_consistent(&out, &exit).json;
@@ -276,14 +282,7 @@ fn a_secret_reaches_the_target_and_nothing_else() {
     }
     assert!(!exit.stdout.contains(secret) && !exit.stderr.contains(secret));
 
-    let missing = run(
-        &data,
-        "rag-layers",
-        &target,
-        &config,
-        &dir.path().join("o2"),
-        &[],
-    );
+    let missing = case.run(&data, "rag-layers", &target, &case.path("o2"), &[]);
     assert_eq!(missing.code, Some(2), "{}", missing.stderr);
     assert!(
         missing.stderr.contains("AGENT_KEY is not set"),
@@ -294,11 +293,8 @@ fn a_secret_reaches_the_target_and_nothing_else() {
 
 #[test]
 fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let target = write(
-        dir.path(),
+    let case = Case::new();
+    let target = case.file(
         "bot.yaml",
         "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
          prompt: \"{{ ticket }}\"\noutput: response\nmodel_field: model\n\
@@ -307,28 +303,27 @@ fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
     let tickets: Vec<Value> = (0..6)
         .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Printer {i} jams on page two")}))
         .collect();
-    let data = write(dir.path(), "tickets.jsonl", &jsonl(&tickets));
-    let out = dir.path().join("out");
-    let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
+    let data = case.file("tickets.jsonl", &jsonl(&tickets));
+    let out = case.path("out");
     let models = ["gpt-4o-mini", "gpt-4o"];
-    let args = [
-        "run",
-        &data,
-        "--target",
-        &target,
-        "--target-model",
-        models[0],
-        "--target-model",
-        models[1],
-        "--run-id",
-        "cmp",
-        "--config",
-        &config,
-        "--out",
-        &out_s,
-    ];
-    let exit = evalfleet_with_env(&args, &[(KEY_ENV, &fake.key)]);
+    let (data, target) = (arg(&data), arg(&target));
+    let exit = case.evalfleet(
+        &[
+            "run",
+            data,
+            "--target",
+            target,
+            "--target-model",
+            models[0],
+            "--target-model",
+            models[1],
+            "--run-id",
+            "cmp",
+            "--out",
+            arg(&out),
+        ],
+        &[],
+    );
     for model in models {
         let run = out.join(format!("bot-{model}"));
         let report = check_consistent(&run, &exit).json;
@@ -352,16 +347,15 @@ fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
     assert!(exit.stdout.contains("compare: "), "{}", exit.stdout);
 
     // Runs that would share a name, and models that do not pair with the targets: exit 2.
-    let copy = dir.path().join("copy.yaml");
-    std::fs::copy(&target, &copy).unwrap();
-    let copy = path(&copy);
+    let copy = case.path("copy.yaml");
+    std::fs::copy(target, &copy).unwrap();
     for (extra, says) in [
-        (vec!["--target", &target], "is given twice"),
-        (vec!["--target", &copy], "would both be named 'bot'"),
+        (vec!["--target", target], "is given twice"),
+        (vec!["--target", arg(&copy)], "would both be named 'bot'"),
         (
             vec![
                 "--target",
-                &target,
+                target,
                 "--target-model",
                 "a",
                 "--target-model",
@@ -372,9 +366,9 @@ fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
             "--target-model given 3 times for 2 targets",
         ),
     ] {
-        let mut args = vec!["run", &data, "--target", &target, "--config", &config];
+        let mut args = vec!["run", data, "--target", target];
         args.extend(extra);
-        let exit = evalfleet_with_env(&args, &[(KEY_ENV, &fake.key)]);
+        let exit = case.evalfleet(&args, &[]);
         assert_eq!(exit.code, Some(2), "{}", exit.stderr);
         assert!(exit.stderr.contains(says), "{}", exit.stderr);
     }
@@ -382,38 +376,21 @@ fn several_targets_give_their_runs_and_a_comparison_with_the_first() {
 
 #[test]
 fn a_repeated_request_is_answered_from_the_cache_not_by_the_target() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
+    let case = Case::new();
     // The body leaves the id out: two records asking the same question make one request.
-    let yaml = agent_target(&fake, "").replace(", conversation: {id: \"{{ id }}\"}", "");
-    let target = write(dir.path(), "agent.yaml", &yaml);
+    let yaml = agent_target(&case.fake, "").replace(", conversation: {id: \"{{ id }}\"}", "");
+    let target = case.file("agent.yaml", &yaml);
     let mut records = questions(3);
     let mut again = records[0].clone();
     again["id"] = json!("asked-again");
     records.push(again);
-    let data = write(dir.path(), "q.jsonl", &jsonl(&records));
-    let out = dir.path().join("out");
-    let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
-    let exit = common::evalfleet(&[
-        "run",
-        &data,
-        "--suite",
-        "rag-layers",
-        "--target",
-        &target,
-        "--config",
-        &config,
-        "--out",
-        &out_s,
-        "-j",
-        "1",
-    ]);
+    let data = case.file("q.jsonl", &jsonl(&records));
+    let out = case.path("out");
+    let exit = case.run(&data, "rag-layers", &target, &out, &["-j", "1"]);
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 4, "{}", report["totals"]);
     assert_eq!(
-        fake.stats()["agent_requests"],
+        case.fake.stats()["agent_requests"],
         3,
         "one call per distinct request"
     );
@@ -426,51 +403,28 @@ fn a_repeated_request_is_answered_from_the_cache_not_by_the_target() {
     assert_eq!(items[3]["outputs"], items[0]["outputs"]);
 
     // `cache: false`: every record is asked.
-    let target = write(dir.path(), "fresh.yaml", &format!("{yaml}cache: false\n"));
-    let exit = common::evalfleet(&[
-        "run",
-        &data,
-        "--suite",
-        "rag-layers",
-        "--target",
-        &path(&target),
-        "--config",
-        &config,
-        "--out",
-        &out_s,
-        "-j",
-        "1",
-    ]);
+    let target = case.file("fresh.yaml", &format!("{yaml}cache: false\n"));
+    let exit = case.run(&data, "rag-layers", &target, &out, &["-j", "1"]);
     check_consistent(&out, &exit);
-    assert_eq!(fake.stats()["agent_requests"], 3 + 4);
+    assert_eq!(case.fake.stats()["agent_requests"], 3 + 4);
 }
 
 #[test]
 fn the_estimate_counts_the_target_and_the_budget_covers_its_calls() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let target = write(
-        dir.path(),
-        "agent.yaml",
-        &agent_target(&fake, "price_per_call: 0.01\ncache: false\n"),
-    );
-    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(20)));
-    let out = dir.path().join("out");
-    let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
+    let case = Case::new();
+    let target = case.agent("agent.yaml", "price_per_call: 0.01\ncache: false\n");
+    let data = case.file("q.jsonl", &jsonl(&questions(20)));
+    let out = case.path("out");
     let base = [
         "run",
-        &data,
+        arg(&data),
         "--suite",
         "rag-layers",
         "--target",
-        &target,
-        "--config",
-        &config,
+        arg(&target),
     ];
 
-    let estimate = common::evalfleet(&[&base[..], &["--estimate"]].concat());
+    let estimate = case.evalfleet(&[&base[..], &["--estimate"]].concat(), &[]);
     assert_eq!(estimate.code, Some(0), "{}", estimate.stderr);
     let row = estimate
         .stdout
@@ -480,14 +434,18 @@ fn the_estimate_counts_the_target_and_the_budget_covers_its_calls() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!((cells[3], cells[6]), ("20", "0.2000"), "{row}");
     assert_eq!(
-        fake.stats()["agent_requests"],
+        case.fake.stats()["agent_requests"],
         0,
         "an estimate sends nothing"
     );
 
     // 0.05 USD at 0.01 per call: five answers, then every example fails without a call.
-    let run = [&base[..], &["--budget", "0.05", "-j", "1", "--out", &out_s]].concat();
-    let report = check_consistent(&out, &common::evalfleet(&run)).json;
+    let run = [
+        &base[..],
+        &["--budget", "0.05", "-j", "1", "--out", arg(&out)],
+    ]
+    .concat();
+    let report = check_consistent(&out, &case.evalfleet(&run, &[])).json;
     assert_eq!(
         (
             report["totals"]["ok"].as_u64(),
@@ -497,7 +455,7 @@ fn the_estimate_counts_the_target_and_the_budget_covers_its_calls() {
         "{}",
         report["totals"]
     );
-    assert_eq!(fake.stats()["agent_requests"], 5);
+    assert_eq!(case.fake.stats()["agent_requests"], 5);
     let refused = report["failed"]
         .as_array()
         .unwrap()
@@ -509,19 +467,13 @@ fn the_estimate_counts_the_target_and_the_budget_covers_its_calls() {
 
 #[test]
 fn an_http_targets_rpm_spaces_its_calls() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
+    let case = Case::new();
     // 120 a minute: a burst of 2, then one every half second or so.
-    let target = write(
-        dir.path(),
-        "agent.yaml",
-        &agent_target(&fake, "rpm: 120\nmax_in_flight: 4\n"),
-    );
-    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(6)));
-    let out = dir.path().join("out");
+    let target = case.agent("agent.yaml", "rpm: 120\nmax_in_flight: 4\n");
+    let data = case.file("q.jsonl", &jsonl(&questions(6)));
+    let out = case.path("out");
     let started = std::time::Instant::now();
-    let exit = run(&data, "rag-layers", &target, &config, &out, &[]);
+    let exit = case.run(&data, "rag-layers", &target, &out, &[]);
     let took = started.elapsed();
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 6, "{}", report["totals"]);
@@ -533,32 +485,15 @@ fn an_http_targets_rpm_spaces_its_calls() {
 
 #[test]
 fn epochs_evaluate_each_record_k_times_into_one_item() {
-    let fake = FakeServer::plain();
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let target = write(dir.path(), "agent.yaml", &agent_target(&fake, ""));
-    let data = write(dir.path(), "q.jsonl", &jsonl(&questions(5)));
-    let out = dir.path().join("out");
-    let path = |p: &Path| p.to_str().unwrap().to_owned();
-    let (data, target, config, out_s) = (path(&data), path(&target), path(&config), path(&out));
-    let exit = common::evalfleet(&[
-        "run",
-        &data,
-        "--suite",
-        "rag-layers",
-        "--target",
-        &target,
-        "--epochs",
-        "3",
-        "--config",
-        &config,
-        "--out",
-        &out_s,
-    ]);
+    let case = Case::new();
+    let target = case.agent("agent.yaml", "");
+    let data = case.file("q.jsonl", &jsonl(&questions(5)));
+    let out = case.path("out");
+    let exit = case.run(&data, "rag-layers", &target, &out, &["--epochs", "3"]);
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 5, "{}", report["totals"]);
     assert_eq!(
-        fake.stats()["agent_requests"],
+        case.fake.stats()["agent_requests"],
         15,
         "each epoch is its own call"
     );
@@ -586,18 +521,13 @@ fn epochs_evaluate_each_record_k_times_into_one_item() {
         "{summary}"
     );
 
-    let bad = common::evalfleet(&[
-        "run",
+    let bad = case.run(
         &data,
-        "--suite",
         "rag-layers",
-        "--target",
         &target,
-        "--epochs",
-        "0",
-        "--config",
-        &config,
-    ]);
+        &case.path("o2"),
+        &["--epochs", "0"],
+    );
     assert_eq!(bad.code, Some(2), "{}", bad.stderr);
     assert!(
         bad.stderr.contains("--epochs: must be at least 1"),

@@ -18,6 +18,29 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The first `n` bundled rag-layers items without their traces: questions for a target (the
+/// fake's demo agent) to answer.
+#[allow(dead_code)] // not every test binary has a target
+pub fn questions(n: usize) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(root().join("examples/rag-layers.jsonl"))
+        .expect("the bundled rag-layers items")
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .take(n)
+        .map(|l| {
+            let mut r: serde_json::Value = serde_json::from_str(l).expect("a bundled item");
+            r.as_object_mut().map(|r| r.remove("trace"));
+            r
+        })
+        .collect()
+}
+
+/// Records as JSONL.
+#[allow(dead_code)]
+pub fn jsonl(records: &[serde_json::Value]) -> String {
+    records.iter().map(|r| format!("{r}\n")).collect()
+}
+
 /// Exit code (None when killed by a signal or the time limit) and captured output.
 #[derive(Debug)]
 pub struct Output {
