@@ -3,15 +3,18 @@
 //! completed record) is `evalfleet_suites::target`.
 //!
 //! `run.rs` is the road from a record waiting for its outputs to an example the suite
-//! validated; `chat.rs` and `http.rs` are the two kinds of call; `estimate.rs` counts a target
-//! run's calls for `--estimate`.
+//! validated; `chat.rs` and `http.rs` are the two kinds of call; `keep.rs` which replies are
+//! kept in the cache, under which key; `estimate.rs` counts a target run's calls for
+//! `--estimate`.
 
 mod chat;
 mod estimate;
 mod http;
+mod keep;
 mod run;
 
 pub use chat::{ChatTarget, Generated};
 pub use estimate::{ReplyTokens, TargetEstimate, TargetEstimator, TYPICAL_TARGET_REPLY_TOKENS};
 pub use http::{Called, HttpTarget, TargetFailure};
-pub use run::{ExampleAt, Generation, NotGenerated, RunTarget, TargetParts};
+pub use keep::ExampleAt;
+pub use run::{Generation, NotGenerated, RunTarget, TargetParts};

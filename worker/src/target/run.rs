@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use evalfleet_config::{JudgeConfig, Price, ProviderConfig, RetryConfig, Target};
-use evalfleet_contract::judge_cache::{CachedReply, JudgeCache};
+use evalfleet_contract::judge_cache::JudgeCache;
 use evalfleet_model::record::TargetCall;
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_suites::evaluate::{Evaluator, Example};
 use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::{PendingRecord, Reply, Secrets, TargetPlan};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
+use super::keep::{ExampleAt, Keeper};
 use super::{ChatTarget, HttpTarget};
 use crate::judge::accounting::Accounting;
 use crate::judge::Judge;
@@ -37,27 +37,8 @@ pub struct RunTarget {
     /// Chat targets' cost per model (the judges' prices table), and the run budget the calls
     /// draw on: the judges' once [`RunTarget::charged_to`] shares it.
     accounting: Arc<Accounting>,
-    /// Where replies are kept, and which.
-    cache: Arc<dyn JudgeCache>,
-    keep: Keep,
-}
-
-/// Which of a target's replies the cache keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Keep {
-    /// By request, for anyone asking the same: the target's calls are deterministic.
-    Requests,
-    /// By example and epoch: a sampled target's reply, for the example's next evaluation
-    /// (batch-mode judges park an example and evaluate it again from the start).
-    Examples,
-    Nothing,
-}
-
-/// Where an example is in its run: the part of a kept reply's key that names it.
-pub struct ExampleAt<'a> {
-    pub run_id: &'a str,
-    pub index: u64,
-    pub epoch: u32,
+    /// The replies kept in the judges' cache.
+    keeper: Keeper,
 }
 
 /// An example the target completed.
@@ -131,39 +112,25 @@ impl RunTarget {
             Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone(), parts.rate_limits)?),
         };
         metrics().init_target(plan.name());
-        let keep = match (plan.target.caches(), parts.cache.enabled()) {
-            (true, true) => Keep::Requests,
-            _ => Keep::Nothing,
-        };
+        let keeper = Keeper::new(&plan.target, parts.cache);
         Ok(RunTarget {
             plan,
             caller,
             model: parts.model,
             rules: parts.rules,
             accounting: Arc::new(Accounting::new(parts.prices.clone(), None)),
-            cache: parts.cache,
-            keep,
+            keeper,
         })
-    }
-
-    /// The run's judges park examples (batch mode), which are then evaluated again from the
-    /// start: keep each reply for its example, so that the target is asked once per example
-    /// and epoch, and the judges judge the answer they were asked about.
-    fn kept_while_parked(mut self) -> Self {
-        if self.keep == Keep::Nothing && self.cache.enabled() {
-            self.keep = Keep::Examples;
-        }
-        self
     }
 
     /// The target as the run's `judge` needs it: its calls charged to the judges' budget, and
     /// its replies kept for an example's next evaluation when batch-mode judges park examples.
     pub fn serving(self, judge: &Judge, judges: &JudgeConfig) -> Self {
-        let target = self.charged_to(judge.accounting(judges));
-        match judge {
-            Judge::Live(_) if judges.batches() => target.kept_while_parked(),
-            _ => target,
+        let mut target = self.charged_to(judge.accounting(judges));
+        if matches!(judge, Judge::Live(_)) && judges.batches() {
+            target.keeper = target.keeper.while_parked();
         }
+        target
     }
 
     /// Charges this target's calls to `accounting` and calls no more once its budget is spent:
@@ -195,28 +162,20 @@ impl RunTarget {
         pending: &PendingRecord,
         at: ExampleAt<'_>,
     ) -> Result<Generation, NotGenerated> {
-        let key = self.cache_key(&pending.record, &at);
-        let cached = match &key {
-            Some(key) => self.cache.get_reply(key).await,
+        let key = (self.keeper).key(&self.plan, self.model.as_deref(), &pending.record, &at);
+        let kept = match &key {
+            Some(key) => self.keeper.get(key, self.name()).await,
             None => None,
         };
-        let (reply, call) = match cached {
-            Some(hit) => self.kept_call(hit),
+        let (reply, call) = match kept {
+            Some(kept) => kept,
             None => {
                 self.within_budget()?;
                 let (reply, call) = self.call(pending).await?;
                 self.accounting.charge(call.cost_usd);
                 self.observe(&call);
                 if let Some(key) = &key {
-                    let kept = CachedReply {
-                        reply: reply.clone(),
-                        tokens_in: call.tokens_in,
-                        tokens_out: call.tokens_out,
-                        latency_ms: call.latency_ms,
-                        attempts: call.attempts,
-                        cost_usd: call.cost_usd,
-                    };
-                    self.cache.put_reply(key, &kept).await;
+                    self.keeper.put(key, &reply, &call).await;
                 }
                 (reply, call)
             }
@@ -239,62 +198,6 @@ impl RunTarget {
             outputs: completed.outputs,
             call,
         })
-    }
-
-    /// A kept reply and the call it stands for. Kept by request, it answers a call that was
-    /// not made: no attempt, no latency, no cost (as a cached verdict). Kept for its example,
-    /// it is that example's own call, paid once: its figures are the call's.
-    fn kept_call(&self, hit: CachedReply) -> (Reply, TargetCall) {
-        let mut call = TargetCall {
-            name: self.name().to_owned(),
-            tokens_in: hit.tokens_in,
-            tokens_out: hit.tokens_out,
-            ..TargetCall::default()
-        };
-        if self.keep == Keep::Examples {
-            call.latency_ms = hit.latency_ms;
-            call.attempts = hit.attempts;
-            call.cost_usd = hit.cost_usd;
-        }
-        (hit.reply, call)
-    }
-
-    /// The cache key of `record`'s reply at `at`, hashed: the target's name, the epoch and the
-    /// rendered request (headers left out: they authenticate, they do not ask) when replies
-    /// are kept by request; the example's run and index when they are kept by example. None
-    /// when nothing is kept or the request does not render (the call then says why).
-    fn cache_key(&self, record: &Map<String, Value>, at: &ExampleAt<'_>) -> Option<String> {
-        if self.keep == Keep::Nothing {
-            return None;
-        }
-        let mut hasher = Sha256::new();
-        let mut part = |p: &[u8]| {
-            hasher.update((p.len() as u64).to_le_bytes());
-            hasher.update(p);
-        };
-        part(self.name().as_bytes());
-        part(&at.epoch.to_le_bytes());
-        if self.keep == Keep::Examples {
-            part(at.run_id.as_bytes());
-            part(&at.index.to_le_bytes());
-            return Some(format!("x{:x}", hasher.finalize()));
-        }
-        match &self.caller {
-            Caller::Chat(_) => {
-                let call = self.plan.chat(record, self.model.as_deref()).ok()?;
-                part(call.model.as_bytes());
-                part(call.system.as_deref().unwrap_or_default().as_bytes());
-                part(call.prompt.as_bytes());
-                part(Value::Object(call.params).to_string().as_bytes());
-            }
-            Caller::Http(_) => {
-                let call = self.plan.http(record).ok()?;
-                part(call.method.as_bytes());
-                part(call.url.as_bytes());
-                part(call.body.to_string().as_bytes());
-            }
-        }
-        Some(format!("{:x}", hasher.finalize()))
     }
 
     /// Err once the run's budget (shared with its judges) is spent: no call is made.
