@@ -107,6 +107,20 @@ fn a_chat_target_answers_each_ticket_and_the_judges_score_its_answers() {
             json!({"id": "t3", "question": "no ticket here"}),
         ]),
     );
+    // `validate --target` checks what the run checks before any call.
+    let validated = case.evalfleet(&["validate", arg(&data), "--target", arg(&target)], &[]);
+    assert_eq!(validated.code, Some(1), "{}", validated.stderr);
+    assert!(
+        validated.stdout.contains(
+            "line 3 (t3): target bot: the record has no 'ticket', which its templates use"
+        ) && validated
+            .stdout
+            .contains("2 valid, 1 invalid (support-judge, target bot)"),
+        "{}",
+        validated.stdout
+    );
+    assert_eq!(case.fake.stats()["total"], 0, "validate calls nothing");
+
     let out = case.path("out");
     let exit = case.run(&data, "support-judge", &target, &out, &[]);
     let report = check_consistent(&out, &exit).json;

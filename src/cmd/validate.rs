@@ -1,12 +1,18 @@
 //! `evalfleet validate`: a dry run. Reads and validates every record exactly as `run` would
 //! (the same loop, [`Validator::checks`]), prints each problem with its line or index, and exits
-//! non-zero when any record is invalid.
+//! non-zero when any record is invalid. With `--target`, a record is checked as a target run
+//! checks it before any call: its id and what the target's templates use.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
+use evalfleet_config::Config;
 use evalfleet_dataset::{DatasetReader, Format};
 use evalfleet_suites::evaluate::{Checked, Evaluator, Validator};
+use evalfleet_suites::suite::Suite;
+use evalfleet_suites::target::{Secrets, TargetPlan};
+use evalfleet_worker::JudgeMode;
 
 use crate::exit::{BadInput, Exit};
 
@@ -22,20 +28,51 @@ pub struct ValidateArgs {
     /// Print at most this many problems (all are counted).
     #[arg(long, default_value_t = 100)]
     pub max_problems: usize,
+    #[command(flatten)]
+    pub target: super::target::TargetArgs,
 }
 
 pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     super::dataset_len(&args.dataset)?;
+    let choices = args.target.choices()?;
+    let mut exit = Exit::Success;
+    if choices.is_empty() {
+        return check(&args, &config, &suite, None);
+    }
+    for choice in &choices {
+        // No call is made: the mode that needs nothing from the judges.
+        let target = choice.find(&config, &suite, JudgeMode::Heuristic)?;
+        let plan = TargetPlan::compile(target, Secrets::Keep).map_err(BadInput)?;
+        exit = exit.worst(check(&args, &config, &suite, Some(plan))?);
+    }
+    Ok(exit)
+}
+
+/// Checks every record as a run of `suite` (with `target`, when given) would.
+fn check(
+    args: &ValidateArgs,
+    config: &Config,
+    suite: &Suite,
+    target: Option<TargetPlan>,
+) -> anyhow::Result<Exit> {
     let options = suite.read_options(args.format);
     let evaluator = Evaluator::new(
-        suite.into(),
-        config.model_prefixes,
+        suite.clone().into(),
+        config.model_prefixes.clone(),
         args.dataset.parent().map(Path::to_path_buf),
     );
+    let label = match &target {
+        Some(plan) => format!("{}, target {}", args.suite, plan.name()),
+        None => args.suite.clone(),
+    };
+    let mut validator = Validator::new(evaluator);
+    if let Some(plan) = target {
+        validator = validator.with_target(Arc::new(plan));
+    }
     let reader = DatasetReader::open_with(&args.dataset, &options)?;
     let (mut valid, mut invalid) = (0u64, 0u64);
-    for checked in Validator::new(evaluator).checks(reader) {
+    for checked in validator.checks(reader) {
         match checked? {
             Checked::Valid { .. } => valid += 1,
             Checked::Skipped {
@@ -70,9 +107,8 @@ pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exi
         );
     }
     println!(
-        "{}: {valid} valid, {invalid} invalid ({})",
+        "{}: {valid} valid, {invalid} invalid ({label})",
         args.dataset.display(),
-        args.suite
     );
     Ok(if invalid == 0 {
         Exit::Success
