@@ -549,3 +549,57 @@ fn epochs_evaluate_each_record_k_times_into_one_item() {
         bad.stderr
     );
 }
+
+#[test]
+fn a_suite_names_its_own_target_and_target_overrides_it() {
+    let case = Case::new();
+    let indented: String = agent_target(&case.fake, "")
+        .lines()
+        .map(|l| format!("  {l}\n"))
+        .collect();
+    let suite = case.file(
+        "agent-suite.yaml",
+        &format!("name: agent-qa\nextends: rag-layers\ntarget:\n{indented}"),
+    );
+    let data = case.file("q.jsonl", &jsonl(&questions(4)));
+    let out = case.path("out");
+    let exit = case.evalfleet(
+        &[
+            "run",
+            arg(&data),
+            "--suite",
+            arg(&suite),
+            "--out",
+            arg(&out),
+            "--epochs",
+            "2",
+        ],
+        &[],
+    );
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 4, "{}", report["totals"]);
+    assert_eq!(report["target"]["name"], "demo");
+    assert_eq!(report["aggregates"]["epochs"], 2);
+    assert_eq!(case.fake.stats()["agent_requests"], 8);
+
+    // `--target` wins over the suite's.
+    let other = case.file(
+        "other.yaml",
+        &agent_target(&case.fake, "").replace("name: demo", "name: other"),
+    );
+    let out = case.path("o2");
+    let exit = case.run(&data, arg(&suite), &other, &out, &[]);
+    assert_eq!(
+        check_consistent(&out, &exit).json["target"]["name"],
+        "other"
+    );
+
+    // A suite's target is checked as a target file is, and named by its key.
+    let bad = case.file(
+        "bad-suite.yaml",
+        "name: bad\nextends: rag-layers\ntarget: {name: x, kind: http, url: \"ftp://h\", outputs: {trace: /t}}\n",
+    );
+    let exit = case.evalfleet(&["validate", arg(&data), "--suite", arg(&bad)], &[]);
+    assert_eq!(exit.code, Some(2), "{}", exit.stderr);
+    assert!(exit.stderr.contains("target: url:"), "{}", exit.stderr);
+}

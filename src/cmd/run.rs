@@ -19,7 +19,7 @@ use evalfleet_worker::judge::cache::InMemoryCache;
 use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{build_judge, Judge, LiveParts, WorkerStats};
 
-use super::target::{FoundTarget, TargetChoice};
+use super::target::FoundTarget;
 use crate::exit::{BadInput, Exit};
 use crate::progress::RunProgress;
 
@@ -75,14 +75,15 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         );
     }
     let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
-    let choices = args.target.choices()?;
+    let found = args.target.found(&config, &suite, args.judges.judge)?;
     // What the process's judges and targets share: one cache (verdicts and replies, as the
     // fleet's Redis) and one `RateLimit` per limit.
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
-    if choices.len() < 2 {
-        let target = choices
-            .first()
-            .map(|c| c.build(c.find(&config, &suite, args.judges.judge)?, &config, &parts))
+    if found.len() < 2 {
+        let target = found
+            .into_iter()
+            .next()
+            .map(|f| f.choice.build(f.target, &config, &parts))
             .transpose()?;
         let out = args
             .out
@@ -103,7 +104,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             None => Ok(own),
         };
     }
-    several_targets(&args, &config, suite, &choices, &parts, &run_id)
+    several_targets(&args, &config, suite, found, &parts, &run_id)
 }
 
 /// `--target a --target b`: the dataset run once per target (run ids `<run_id>-<label>`,
@@ -114,7 +115,7 @@ fn several_targets(
     args: &RunArgs,
     config: &Config,
     suite: Suite,
-    choices: &[TargetChoice],
+    found: Vec<FoundTarget>,
     parts: &LiveParts,
     run_id: &str,
 ) -> anyhow::Result<Exit> {
@@ -124,16 +125,6 @@ fn several_targets(
         )
         .into());
     }
-    let found = choices
-        .iter()
-        .map(|c| {
-            let target = c.find(config, &suite, args.judges.judge)?;
-            Ok(FoundTarget {
-                choice: c.clone(),
-                target,
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
     let labels = super::target::run_labels(&found)?;
     let mut targets = found
         .into_iter()

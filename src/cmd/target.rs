@@ -25,7 +25,7 @@ pub struct TargetArgs {
     pub target_model: Vec<String>,
     /// Generate and evaluate each example K times (overrides the target's `epochs`): the item
     /// gets the epoch means and `epochs`, the report pass@k and pass^k.
-    #[arg(long, requires = "target", value_name = "K")]
+    #[arg(long, value_name = "K")]
     pub epochs: Option<u32>,
 }
 
@@ -78,6 +78,42 @@ impl TargetArgs {
         Ok(choices)
     }
 
+    /// The targets of the runs: each one `--target` names, found and checked, or else the
+    /// suite's own (`target:` in its file); none when there is neither.
+    pub fn found(
+        &self,
+        config: &Config,
+        suite: &Suite,
+        judge: JudgeMode,
+    ) -> anyhow::Result<Vec<FoundTarget>> {
+        let choices = self.choices()?;
+        if !choices.is_empty() {
+            return choices
+                .into_iter()
+                .map(|choice| {
+                    let target = choice.find(config, suite, judge)?;
+                    Ok(FoundTarget { choice, target })
+                })
+                .collect();
+        }
+        let Some(target) = &suite.target else {
+            return match self.epochs {
+                Some(_) => Err(BadInput(
+                    "--epochs needs a target: --target, or a target: section in the suite".into(),
+                )
+                .into()),
+                None => Ok(Vec::new()),
+            };
+        };
+        let choice = TargetChoice {
+            target: format!("suite {}", suite.name),
+            model: None,
+            epochs: self.epochs,
+        };
+        let target = choice.checked(target.clone(), config, suite, judge)?;
+        Ok(vec![FoundTarget { choice, target }])
+    }
+
     /// What `--estimate` counts the target runs with, one per run `--target` asks for (none
     /// without it): each target found and checked as for the run (so an estimate of runs that
     /// would be refused is refused too), compiled without reading the environment.
@@ -87,11 +123,7 @@ impl TargetArgs {
         suite: &Suite,
         judge: JudgeMode,
     ) -> anyhow::Result<Vec<TargetEstimator>> {
-        let mut found = Vec::new();
-        for choice in self.choices()? {
-            let target = choice.find(config, suite, judge)?;
-            found.push(FoundTarget { choice, target });
-        }
+        let found = self.found(config, suite, judge)?;
         if found.len() > 1 {
             run_labels(&found)?;
         }
@@ -116,8 +148,19 @@ impl TargetChoice {
     /// The target this choice names, checked against the suite and the judge mode. Bad input
     /// (exit 2) when it cannot be used.
     pub fn find(&self, config: &Config, suite: &Suite, judge: JudgeMode) -> anyhow::Result<Target> {
-        let mut target =
+        let target =
             Target::find(&self.target, &config.targets_dir).map_err(|e| BadInput(e.to_string()))?;
+        self.checked(target, config, suite, judge)
+    }
+
+    /// `target` with `--epochs` applied, checked against the suite and the judge mode.
+    fn checked(
+        &self,
+        mut target: Target,
+        config: &Config,
+        suite: &Suite,
+        judge: JudgeMode,
+    ) -> anyhow::Result<Target> {
         if let Some(k) = self.epochs {
             target
                 .set_epochs(k)

@@ -35,15 +35,14 @@ pub struct ValidateArgs {
 pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     super::dataset_len(&args.dataset)?;
-    let choices = args.target.choices()?;
+    // No call is made: the mode that needs nothing from the judges.
+    let found = args.target.found(&config, &suite, JudgeMode::Heuristic)?;
     let mut exit = Exit::Success;
-    if choices.is_empty() {
+    if found.is_empty() {
         return check(&args, &config, &suite, None);
     }
-    for choice in &choices {
-        // No call is made: the mode that needs nothing from the judges.
-        let target = choice.find(&config, &suite, JudgeMode::Heuristic)?;
-        let plan = TargetPlan::compile(target, Secrets::Keep).map_err(BadInput)?;
+    for target in found {
+        let plan = TargetPlan::compile(target.target, Secrets::Keep).map_err(BadInput)?;
         exit = exit.worst(check(&args, &config, &suite, Some(plan))?);
     }
     Ok(exit)

@@ -226,8 +226,9 @@ impl Target {
         Ok(target)
     }
 
-    /// What serde cannot check.
-    fn check(&self) -> Result<(), String> {
+    /// What serde cannot check (a target read as part of another file, a suite's `target:`,
+    /// is checked with this too).
+    pub fn check(&self) -> Result<(), String> {
         if self.name().trim().is_empty() {
             return Err("name: must not be empty".into());
         }

@@ -133,15 +133,7 @@ fn runs_of(
     suite: &Suite,
     run_id: &str,
 ) -> anyhow::Result<Vec<(String, Option<FoundTarget>)>> {
-    let found = args
-        .target
-        .choices()?
-        .into_iter()
-        .map(|c| {
-            let target = c.find(config, suite, args.judges.judge)?;
-            Ok(FoundTarget { choice: c, target })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let found = args.target.found(config, suite, args.judges.judge)?;
     if found.len() < 2 {
         return Ok(vec![(run_id.to_owned(), found.into_iter().next())]);
     }

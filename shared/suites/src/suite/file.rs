@@ -10,6 +10,7 @@ use evalfleet_model::suite::{CompareOptions, Dimension, Grouping, RunGates, Suit
 use super::Suite;
 use crate::custom::{CheckSpec, CustomSpec, CustomSuite, JudgeSpec, RecordSpec};
 use crate::rag::RagOptions;
+use evalfleet_config::Target;
 use evalfleet_model::gate::{Gate, GateOp};
 
 #[derive(Debug, Default, Deserialize)]
@@ -32,6 +33,8 @@ pub struct SuiteFile {
     pub record: Option<RecordSpec>,
     pub judge: Option<JudgeSpec>,
     pub checks: Option<Vec<CheckSpec>>,
+    /// The system under test, when the suite names one (`--target` overrides it).
+    pub target: Option<Target>,
 }
 
 /// A gate as a suite file gives it: a new gate needs metric, op and threshold; naming an
@@ -93,6 +96,13 @@ impl SuiteFile {
             .rag
             .or_else(|| base.as_ref().map(|b| b.rag.clone()))
             .unwrap_or_default();
+        let target = match self.target {
+            Some(target) => {
+                target.check().map_err(|e| format!("target: {e}"))?;
+                Some(target)
+            }
+            None => base.as_ref().and_then(|b| b.target.clone()),
+        };
         let inherited_custom = base.as_ref().and_then(|b| b.custom.clone());
         let inherited = base.map(|b| b.gates).unwrap_or_default();
         let gates = merge_gates(inherited, self.gates.unwrap_or_default())?;
@@ -126,6 +136,7 @@ impl SuiteFile {
                 compare,
                 rag,
                 custom: Some(Arc::new(custom)),
+                target,
             });
         }
         for key in ["record", "judge", "checks"] {
@@ -161,6 +172,7 @@ impl SuiteFile {
             compare,
             rag,
             custom: None,
+            target,
         })
     }
 }

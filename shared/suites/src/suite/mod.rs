@@ -41,6 +41,9 @@ pub struct Suite {
     /// A custom suite's records, judge prompts and checks, compiled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom: Option<Arc<CustomSuite>>,
+    /// The suite's own system under test (`target:` in its file), as the file wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<evalfleet_config::Target>,
 }
 
 /// The YAML of a built-in suite, compiled in.
