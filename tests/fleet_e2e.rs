@@ -297,7 +297,7 @@ fn killing_a_worker_and_the_aggregator_mid_run_loses_and_duplicates_nothing() {
 fn a_targets_secret_stays_in_the_workers_environment() {
     const SECRET: &str = "s3cr3t-fleet-agent-key-7731";
     let agent = common::fake::FakeServer::plain();
-    let mut fleet = Fleet::new("");
+    let mut fleet = Fleet::new("  targets: {allowed_env: [AGENT_KEY]}\n");
     fleet.env.push(("AGENT_KEY".to_owned(), SECRET.to_owned()));
     let target = fleet.dir.path().join("agent.yaml");
     std::fs::write(
@@ -392,4 +392,67 @@ fn a_targets_secret_stays_in_the_workers_environment() {
             }
         }
     }
+}
+
+/// On a shared worker a target reads only the variables `fleet.targets.allowed_env` names and
+/// calls no link-local or metadata address: a run asking for more has its examples failed with
+/// the reason, without a call, and the worker goes on with the next run.
+#[test]
+fn a_worker_refuses_a_targets_variables_and_hosts_it_does_not_allow() {
+    let agent = common::fake::FakeServer::plain();
+    let mut fleet = Fleet::new("  targets: {allowed_env: [AGENT_KEY]}\n");
+    fleet.env.push(("AGENT_KEY".to_owned(), "k".to_owned()));
+    fleet
+        .env
+        .push(("OPENAI_API_KEY".to_owned(), "sk-not-for-targets".to_owned()));
+    fleet.worker("w1", 19601);
+    fleet.aggregator("agg", 19609);
+    let data = fleet.dir.path().join("questions.jsonl");
+    std::fs::write(&data, common::jsonl(&common::questions(3))).unwrap();
+    let target = |name: &str, url: &str, header: &str| {
+        let path = fleet.dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name: {name}\nkind: http\nurl: \"{url}\"\nheaders: {{X-Key: \"{header}\"}}\n\
+                 body: {{question: \"{{{{ question }}}}\"}}\noutputs: {{trace: /data/trace}}\n\
+                 retry: {{max_attempts: 1}}\ntimeout_s: 2\n"
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let agent_url = format!("http://{}/agent", agent.addr);
+    for (name, url, header, reason) in [
+        (
+            "greedy",
+            agent_url.as_str(),
+            "${OPENAI_API_KEY}",
+            "target greedy: ${OPENAI_API_KEY} is not allowed on this worker (fleet.targets.allowed_env)",
+        ),
+        (
+            "metadata",
+            "http://169.254.169.254/latest/meta-data/",
+            "${AGENT_KEY}",
+            "target metadata: 169.254.169.254 is not a host a target may call on this worker (fleet.targets.allowed_hosts)",
+        ),
+    ] {
+        let run_id = format!("{}-{name}", fleet.prefix);
+        let file = target(name, url, header);
+        fleet.submit(&data, &run_id, &["--suite", "rag-layers", "--target", file.to_str().unwrap()]);
+        let report = fleet.wait_report(&run_id, Duration::from_secs(60));
+        assert_eq!(report["totals"]["failed"], 3, "{}", report["totals"]);
+        assert_eq!(report["failed"][0]["reason"], reason, "{}", report["failed"]);
+    }
+    assert_eq!(agent.stats()["agent_requests"], 0, "no call was made");
+    // The same worker then runs an allowed target.
+    let run_id = format!("{}-allowed", fleet.prefix);
+    let file = target("allowed", &agent_url, "${AGENT_KEY}");
+    fleet.submit(
+        &data,
+        &run_id,
+        &["--suite", "rag-layers", "--target", file.to_str().unwrap()],
+    );
+    let report = fleet.wait_report(&run_id, Duration::from_secs(60));
+    assert_eq!(report["totals"]["ok"], 3, "{}", report["totals"]);
 }

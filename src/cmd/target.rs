@@ -212,6 +212,8 @@ impl TargetChoice {
             env: &env,
             cache: parts.cache(),
             rate_limits: &parts.rate_limits(),
+            // The user's own process: their environment, any host.
+            hosts: None,
         })
         .map_err(BadInput)?;
         Ok(built)

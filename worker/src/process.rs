@@ -28,6 +28,8 @@ pub struct Pipeline {
     pub judge: Judge,
     /// A target run: what generates the outputs.
     pub target: Option<RunTarget>,
+    /// A target run whose target this worker refuses to call: why (each example fails so).
+    refused: Option<String>,
     scenarios: Scenarios,
 }
 
@@ -37,6 +39,7 @@ impl Pipeline {
             suite,
             judge,
             target: None,
+            refused: None,
             scenarios: Scenarios::default(),
         }
     }
@@ -44,6 +47,12 @@ impl Pipeline {
     /// The outputs of the run's records come from `target`.
     pub fn with_target(mut self, target: RunTarget) -> Self {
         self.target = Some(target);
+        self
+    }
+
+    /// The run's target may not be called here, for `reason`: its examples fail with it.
+    pub fn refusing_target(mut self, reason: String) -> Self {
+        self.refused = Some(reason);
         self
     }
 }
@@ -174,10 +183,10 @@ async fn generate(
         Box::new(rec)
     };
     let Some(target) = &pipeline.target else {
-        return Err(failed(
-            "the message asks for a target's outputs, but the run has no target".into(),
-            None,
-        ));
+        let reason = pipeline.refused.clone().unwrap_or_else(|| {
+            "the message asks for a target's outputs, but the run has no target".into()
+        });
+        return Err(failed(reason, None));
     };
     let at = ExampleAt {
         run_id: &msg.run_id,

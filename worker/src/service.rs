@@ -14,12 +14,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use evalfleet_config::{HostPolicy, Target, TargetPolicy};
 use evalfleet_contract::batch_store::{BatchStore, Parking, Question};
 use evalfleet_contract::judge_cache::JudgeCache;
 use evalfleet_contract::queue::{Message, WorkQueue};
 use evalfleet_contract::registry::{RunRegistry, RunStatus};
 use evalfleet_contract::shared_limit::SharedLimiter;
 use evalfleet_contract::store::{ResultStore, StoreError};
+use evalfleet_suites::spec::RunSpec;
+use evalfleet_suites::target::secrets_of;
 
 use crate::consume::{run_consumers, Resolution, Runs};
 use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
@@ -57,6 +60,10 @@ pub struct FleetRuns<D> {
     live: LiveParts,
     batches: Arc<dyn BatchStore>,
     contexts: Mutex<HashMap<String, Arc<RunContext>>>,
+    /// What a run's target may read and call here (`fleet.targets`): a run spec is whoever
+    /// submitted it, this worker's environment is not.
+    targets: TargetPolicy,
+    hosts: Arc<HostPolicy>,
 }
 
 struct RunContext {
@@ -77,8 +84,10 @@ where
         cache: Arc<dyn JudgeCache>,
         limiter: Option<Arc<dyn SharedLimiter>>,
         batches: Arc<dyn BatchStore>,
-    ) -> Self {
-        FleetWorker {
+        targets: TargetPolicy,
+    ) -> Result<Self, String> {
+        let hosts = Arc::new(targets.hosts()?);
+        Ok(FleetWorker {
             queue,
             store,
             runs: Arc::new(FleetRuns {
@@ -89,9 +98,11 @@ where
                     .shared(),
                 batches,
                 contexts: Mutex::new(HashMap::new()),
+                targets,
+                hosts,
             }),
             stats: Arc::new(WorkerStats::default()),
-        }
+        })
     }
 
     /// Consumes until `shutdown` is cancelled (then stops consuming and drains within the
@@ -192,23 +203,7 @@ impl<D: RunRegistry> FleetRuns<D> {
             build_judge(spec.judge, &spec.judges, &self.live).map_err(WorkerError::Stopped)?;
         let mut pipeline = Pipeline::new(Arc::new(spec.suite.clone()), judge);
         if let Some(target) = &spec.target {
-            // This worker's own environment supplies the keys and `${VAR}`s: a worker that
-            // lacks one stops, as it does for a judge's key.
-            let env = |name: &str| std::env::var(name).ok();
-            let target = RunTarget::new(TargetParts {
-                target: target.clone(),
-                model: spec.target_model.clone(),
-                providers: &spec.judges.providers,
-                retry: &spec.judges.retry,
-                prices: &spec.judges.prices,
-                rules: spec.model_prefixes.clone(),
-                env: &env,
-                cache: self.live.cache(),
-                rate_limits: &self.live.rate_limits(),
-            })
-            .map_err(WorkerError::Stopped)?;
-            let target = target.serving(&pipeline.judge, &spec.judges);
-            pipeline = pipeline.with_target(target);
+            pipeline = self.with_target(pipeline, target, &spec)?;
         }
         let pipeline = Arc::new(pipeline);
         let ctx = Arc::new(RunContext {
@@ -220,6 +215,44 @@ impl<D: RunRegistry> FleetRuns<D> {
             .map_err(poisoned)?
             .insert(run_id.to_owned(), ctx.clone());
         Ok(Some(ctx))
+    }
+
+    /// `pipeline` with the run's target, built from this worker's environment. A `${VAR}`
+    /// this worker does not allow fails the run's examples with the reason (the run asked for
+    /// what it may not have); a key or an allowed variable the worker lacks stops the worker,
+    /// as a judge's key does (it cannot do the run's work, another worker may).
+    fn with_target(
+        &self,
+        pipeline: Pipeline,
+        target: &Target,
+        spec: &RunSpec,
+    ) -> Result<Pipeline, WorkerError> {
+        if let Some(var) = secrets_of(target)
+            .into_iter()
+            .find(|v| !self.targets.allows_env(v))
+        {
+            let reason = format!(
+                "target {}: ${{{var}}} is not allowed on this worker (fleet.targets.allowed_env)",
+                target.name()
+            );
+            return Ok(pipeline.refusing_target(reason));
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        let built = RunTarget::new(TargetParts {
+            target: target.clone(),
+            model: spec.target_model.clone(),
+            providers: &spec.judges.providers,
+            retry: &spec.judges.retry,
+            prices: &spec.judges.prices,
+            rules: spec.model_prefixes.clone(),
+            env: &env,
+            cache: self.live.cache(),
+            rate_limits: &self.live.rate_limits(),
+            hosts: Some(self.hosts.clone()),
+        })
+        .map_err(WorkerError::Stopped)?;
+        let built = built.serving(&pipeline.judge, &spec.judges);
+        Ok(pipeline.with_target(built))
     }
 
     /// The run's state, read again from the registry when older than [`STATE_TTL`].

@@ -16,11 +16,13 @@ use serde::{Deserialize, Serialize};
 use evalfleet_model::routing::ProviderRules;
 
 mod judges;
+mod target_policy;
 mod targets;
 
 pub use judges::{
     Api, BatchConfig, BatchFallback, CallMode, JudgeConfig, Price, ProviderConfig, RetryConfig,
 };
+pub use target_policy::{HostPolicy, TargetPolicy};
 pub use targets::{ChatTarget, HttpTarget, Target, TargetError};
 
 /// The file `run` and `validate` read when no `--config` is given and it exists.
@@ -83,6 +85,8 @@ pub struct FleetConfig {
     /// Seconds a worker's lease as a provider's batch coordinator lasts unrenewed (renewed
     /// every third of it): after a coordinator dies, another worker takes over within this.
     pub batch_lease_s: f64,
+    /// What a run's target may read and call on a worker.
+    pub targets: TargetPolicy,
 }
 
 impl Default for FleetConfig {
@@ -99,6 +103,7 @@ impl Default for FleetConfig {
             judge_cache_ttl_s: 7 * 24 * 3600,
             management_url: None,
             batch_lease_s: 10.0,
+            targets: TargetPolicy::default(),
         }
     }
 }
@@ -113,6 +118,7 @@ impl FleetConfig {
     }
 
     fn validate(&self) -> Result<(), String> {
+        self.targets.hosts()?;
         if let Some(url) = self.management_url() {
             let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             if !matches!(scheme.as_deref(), Some("http" | "https")) {

@@ -50,14 +50,17 @@ pub fn run(args: WorkerArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             .fleet_rate_limits
             .then(|| Arc::new(FleetLimits::new(&store, &config.judges)) as Arc<dyn SharedLimiter>);
         let batches: Arc<dyn BatchStore> = Arc::new(store.clone());
-        let worker = Arc::new(FleetWorker::new(
+        let worker = FleetWorker::new(
             queue,
             Arc::new(store.clone()),
             Arc::new(store),
             cache,
             limiter,
             batches,
-        ));
+            config.fleet.targets.clone(),
+        )
+        .map_err(crate::exit::BadInput)?;
+        let worker = Arc::new(worker);
         // The suites and judges this worker's config knows start at 0 (a run's spec may name
         // others: their series appear with their first example).
         let suites = evalfleet_worker::metrics::known_suites(Some(&config.suites_dir));

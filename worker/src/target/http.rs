@@ -8,11 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use backon::Retryable;
-use evalfleet_config::{RetryConfig, Target};
+use evalfleet_config::{HostPolicy, RetryConfig, Target};
 use evalfleet_suites::target::TargetPlan;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
+use super::hosts;
 use crate::judge::limit::Signal;
 use crate::judge::provider::retry_after;
 use crate::judge::retry_schedule;
@@ -26,6 +27,8 @@ pub struct HttpTarget {
     retry: RetryConfig,
     /// Its `rpm` (fleet-wide in a fleet) and its adaptive `max_in_flight`.
     rate_limit: Arc<RateLimit>,
+    /// On a shared worker, the hosts it may call (`fleet.targets.allowed_hosts`).
+    hosts: Option<Arc<HostPolicy>>,
 }
 
 /// A call that came back with JSON.
@@ -76,13 +79,21 @@ impl Attempt {
 }
 
 impl HttpTarget {
-    /// `plan` must be an http target's; its calls pass its rate limit in `rate_limits`.
-    pub fn new(plan: Arc<TargetPlan>, rate_limits: &RateLimits) -> Result<Self, String> {
+    /// `plan` must be an http target's; its calls pass its rate limit in `rate_limits`, and
+    /// on a shared worker go only where `hosts` allows.
+    pub fn new(
+        plan: Arc<TargetPlan>,
+        rate_limits: &RateLimits,
+        hosts: Option<Arc<HostPolicy>>,
+    ) -> Result<Self, String> {
         let Target::Http(t) = &plan.target else {
             return Err(format!("target {} is not an http target", plan.name()));
         };
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs_f64(t.timeout_s))
+        let mut builder = reqwest::Client::builder().timeout(Duration::from_secs_f64(t.timeout_s));
+        if let Some(policy) = &hosts {
+            builder = hosts::guarded(builder, policy.clone());
+        }
+        let http = builder
             .build()
             .map_err(|e| format!("target {}: cannot build its HTTP client: {e}", plan.name()))?;
         let retry = t.retry.clone();
@@ -97,6 +108,7 @@ impl HttpTarget {
             http,
             retry,
             rate_limit,
+            hosts,
         })
     }
 
@@ -110,6 +122,19 @@ impl HttpTarget {
                 target: name.clone(),
                 reason,
             })?;
+        if let Some(policy) = &self.hosts {
+            // The URL may hold a secret: only its host is told.
+            let url = reqwest::Url::parse(&request.url).map_err(|_| TargetFailure::Request {
+                target: name.clone(),
+                reason: "its url is not a valid URL".into(),
+            })?;
+            if let Some(reason) = hosts::refused(policy, &url) {
+                return Err(TargetFailure::Request {
+                    target: name,
+                    reason,
+                });
+            }
+        }
         let method =
             Method::from_bytes(request.method.as_bytes()).map_err(|_| TargetFailure::Request {
                 target: name.clone(),

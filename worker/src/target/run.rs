@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use evalfleet_config::{JudgeConfig, Price, ProviderConfig, RetryConfig, Target};
+use evalfleet_config::{HostPolicy, JudgeConfig, Price, ProviderConfig, RetryConfig, Target};
 use evalfleet_contract::judge_cache::JudgeCache;
 use evalfleet_model::record::TargetCall;
 use evalfleet_model::routing::ProviderRules;
@@ -70,6 +70,9 @@ pub struct TargetParts<'a> {
     /// The process's rate limits: a chat target passes its provider's (the judges' too), an
     /// http target its own.
     pub rate_limits: &'a RateLimits,
+    /// On a shared worker, where an http target may connect (`fleet.targets.allowed_hosts`);
+    /// None in `run`, the user's own process.
+    pub hosts: Option<Arc<HostPolicy>>,
 }
 
 impl RunTarget {
@@ -109,7 +112,11 @@ impl RunTarget {
                     parts.rate_limits,
                 )?))
             }
-            Target::Http(_) => Caller::Http(HttpTarget::new(plan.clone(), parts.rate_limits)?),
+            Target::Http(_) => Caller::Http(HttpTarget::new(
+                plan.clone(),
+                parts.rate_limits,
+                parts.hosts,
+            )?),
         };
         metrics().init_target(plan.name());
         let keeper = Keeper::new(&plan.target, parts.cache);
@@ -341,6 +348,7 @@ mod tests {
             env: &env,
             cache: Arc::new(NoCache),
             rate_limits: &RateLimits::default(),
+            hosts: None,
         })
         .unwrap()
         .charged_to(budget.clone());

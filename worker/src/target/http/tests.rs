@@ -27,7 +27,12 @@ fn target(base: &str, extra: &str) -> HttpTarget {
          retry: {{max_attempts: 2, base_delay_ms: 10, max_delay_ms: 50}}\n{extra}"
     );
     let plan = TargetPlan::compile(Target::parse(&yaml).unwrap(), Secrets::Keep).unwrap();
-    HttpTarget::new(Arc::new(plan), &crate::rate_limit::RateLimits::default()).unwrap()
+    HttpTarget::new(
+        Arc::new(plan),
+        &crate::rate_limit::RateLimits::default(),
+        None,
+    )
+    .unwrap()
 }
 
 fn record(question: &str) -> Map<String, Value> {
@@ -86,7 +91,12 @@ async fn a_400_is_not_retried_and_a_timeout_is() {
             "name: demo\nkind: http\nurl: \"{base}/agent\"\nbody: {{nothing: 1}}\noutputs: {{a: /data}}\n"
         );
         let plan = TargetPlan::compile(Target::parse(&yaml).unwrap(), Secrets::Keep).unwrap();
-        HttpTarget::new(Arc::new(plan), &crate::rate_limit::RateLimits::default()).unwrap()
+        HttpTarget::new(
+            Arc::new(plan),
+            &crate::rate_limit::RateLimits::default(),
+            None,
+        )
+        .unwrap()
     };
     let err = no_question.call(&record("x")).await.unwrap_err();
     assert_eq!(err.to_string(), "target demo: HTTP 400 after 1 attempts");
