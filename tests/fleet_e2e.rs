@@ -456,3 +456,74 @@ fn a_worker_refuses_a_targets_variables_and_hosts_it_does_not_allow() {
     let report = fleet.wait_report(&run_id, Duration::from_secs(60));
     assert_eq!(report["totals"]["ok"], 3, "{}", report["totals"]);
 }
+
+/// `submit --target a --target b --wait`: one run per target (`<run_id>-<target>`), each
+/// followed to its report, and the second compared with the first into the reports directory.
+#[test]
+fn several_targets_through_the_fleet_give_their_runs_and_a_comparison() {
+    let agent = common::fake::FakeServer::plain();
+    let mut fleet = Fleet::new("");
+    fleet.worker("w1", 19611);
+    fleet.aggregator("agg", 19619);
+    let data = fleet.dir.path().join("questions.jsonl");
+    std::fs::write(&data, common::jsonl(&common::questions(6))).unwrap();
+    let target = |name: &str| {
+        let path = fleet.dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name: {name}\nkind: http\nurl: \"http://{}/agent\"\n\
+                 body: {{question: \"{{{{ question }}}}\"}}\noutputs: {{trace: /data/trace}}\n",
+                agent.addr
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let (a, b) = (target("agent-a"), target("agent-b"));
+    let run_id = format!("{}-pair", fleet.prefix);
+    let submit = fleet.run(
+        &[
+            "submit",
+            data.to_str().unwrap(),
+            "--suite",
+            "rag-layers",
+            "--run-id",
+            &run_id,
+            "--target",
+            a.to_str().unwrap(),
+            "--target",
+            b.to_str().unwrap(),
+            "--wait",
+        ],
+        Duration::from_secs(120),
+    );
+    submit.assert_no_panic();
+    for name in ["agent-a", "agent-b"] {
+        let id = format!("{run_id}-{name}");
+        assert!(submit.stdout.contains(&id), "{}", submit.stdout);
+        let report = fleet.wait_report(&id, Duration::from_secs(10));
+        assert_eq!(report["totals"]["ok"], 6, "{}", report["totals"]);
+        assert_eq!(report["target"]["name"], name);
+    }
+    let compared = fleet.reports_dir().join(format!(
+        "compare-{run_id}-agent-a-{run_id}-agent-b/compare.json"
+    ));
+    let compare: Value = serde_json::from_str(
+        &std::fs::read_to_string(&compared)
+            .unwrap_or_else(|e| panic!("{}: {e}\n{}", compared.display(), submit.stderr)),
+    )
+    .unwrap();
+    assert_eq!(compare["base"]["run_id"], format!("{run_id}-agent-a"));
+    assert_eq!(compare["new"]["run_id"], format!("{run_id}-agent-b"));
+    // Two runs of the same agent: nothing regressed, and --wait exits as `run` would.
+    let gates = fleet.wait_report(&format!("{run_id}-agent-a"), Duration::from_secs(1))["gates"]
+        ["passed"]
+        == true;
+    assert_eq!(
+        submit.code,
+        Some(if gates { 0 } else { 1 }),
+        "{}",
+        submit.stderr
+    );
+}
