@@ -118,7 +118,7 @@ impl TargetPlan {
         })
     }
 
-    fn render(&self, key: &str, record: &Map<String, Value>) -> Result<String, String> {
+    fn render(&self, key: &str, record: &minijinja::Value) -> Result<String, String> {
         let template = self
             .env
             .get_template(key)

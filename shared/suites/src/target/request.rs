@@ -45,6 +45,11 @@ impl std::fmt::Debug for HttpCall {
     }
 }
 
+/// `record` as the templates see it: converted once per request, not once per template.
+fn context(record: &Map<String, Value>) -> minijinja::Value {
+    minijinja::Value::from_serialize(record)
+}
+
 impl TargetPlan {
     /// The chat request for `record`; `model` overrides the target's (`--target-model`).
     pub fn chat(
@@ -55,14 +60,15 @@ impl TargetPlan {
         let Target::Chat(t) = &self.target else {
             return Err(format!("target {} is not a chat target", self.name()));
         };
+        let record = context(record);
         let system = match &t.system {
-            Some(_) => Some(self.render("system", record)?),
+            Some(_) => Some(self.render("system", &record)?),
             None => None,
         };
         Ok(ChatCall {
             model: model.unwrap_or(&t.model).to_owned(),
             system,
-            prompt: self.render("prompt", record)?,
+            prompt: self.render("prompt", &record)?,
             params: t.params.clone(),
         })
     }
@@ -72,18 +78,19 @@ impl TargetPlan {
         let Target::Http(t) = &self.target else {
             return Err(format!("target {} is not an http target", self.name()));
         };
+        let record = context(record);
         let mut headers = Vec::with_capacity(t.headers.len());
         for name in t.headers.keys() {
             headers.push((
                 name.clone(),
-                self.render(&format!("headers/{name}"), record)?,
+                self.render(&format!("headers/{name}"), &record)?,
             ));
         }
         Ok(HttpCall {
-            url: self.render("url", record)?,
+            url: self.render("url", &record)?,
             method: t.method.to_ascii_uppercase(),
             headers,
-            body: self.render_body(&t.body, "body", record)?,
+            body: self.render_body(&t.body, "body", &record)?,
         })
     }
 
@@ -91,7 +98,7 @@ impl TargetPlan {
         &self,
         value: &Value,
         at: &str,
-        record: &Map<String, Value>,
+        record: &minijinja::Value,
     ) -> Result<Value, String> {
         Ok(match value {
             Value::String(_) => Value::String(self.render(at, record)?),
