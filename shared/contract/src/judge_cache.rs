@@ -7,7 +7,7 @@
 //! The same cache keeps a target's replies (key: target, rendered request, epoch): a redelivered
 //! or resumed example is generated again from it, not by calling the system under test again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use async_trait::async_trait;
@@ -50,10 +50,35 @@ pub trait JudgeCache: Send + Sync {
     }
 }
 
+/// The most target replies [`InMemoryCache`] keeps: a reply can be an agent's whole trace, and
+/// `run` must not grow with its dataset. The oldest goes first; a reply it no longer has is
+/// asked for again (a parked example's own reply is kept in the batch store, not here).
+pub const MAX_CACHED_REPLIES: usize = 100_000;
+
 #[derive(Default)]
 pub struct InMemoryCache {
     entries: Mutex<HashMap<String, CachedVerdict>>,
-    replies: Mutex<HashMap<String, CachedReply>>,
+    replies: Mutex<Replies>,
+}
+
+/// Target replies by key, at most [`MAX_CACHED_REPLIES`], oldest first out.
+#[derive(Default)]
+struct Replies {
+    by_key: HashMap<String, CachedReply>,
+    order: VecDeque<String>,
+}
+
+impl Replies {
+    fn insert(&mut self, key: &str, reply: &CachedReply, capacity: usize) {
+        if self.by_key.insert(key.to_owned(), reply.clone()).is_none() {
+            self.order.push_back(key.to_owned());
+        }
+        while self.order.len() > capacity {
+            if let Some(oldest) = self.order.pop_front() {
+                self.by_key.remove(&oldest);
+            }
+        }
+    }
 }
 
 #[async_trait]
@@ -70,13 +95,17 @@ impl JudgeCache for InMemoryCache {
     }
 
     async fn get_reply(&self, key: &str) -> Option<CachedReply> {
-        let hit = self.replies.lock().ok().and_then(|e| e.get(key).cloned());
+        let hit = self
+            .replies
+            .lock()
+            .ok()
+            .and_then(|r| r.by_key.get(key).cloned());
         hit
     }
 
     async fn put_reply(&self, key: &str, reply: &CachedReply) {
-        if let Ok(mut e) = self.replies.lock() {
-            e.insert(key.to_owned(), reply.clone());
+        if let Ok(mut r) = self.replies.lock() {
+            r.insert(key, reply, MAX_CACHED_REPLIES);
         }
     }
 }
@@ -119,5 +148,28 @@ mod tests {
         block_on(c.put("k", &v));
         assert_eq!(block_on(c.get("k")), Some(v));
         assert_eq!(block_on(NoCache.get("k")), None);
+    }
+
+    #[test]
+    fn replies_are_kept_up_to_a_bound_oldest_out_first() {
+        let reply = |text: &str| CachedReply {
+            reply: Reply::Chat {
+                text: text.into(),
+                model: "m".into(),
+            },
+            tokens_in: 1,
+            tokens_out: 1,
+            latency_ms: 0.0,
+            attempts: 1,
+            cost_usd: 0.0,
+        };
+        let mut r = Replies::default();
+        for k in ["a", "b", "c"] {
+            r.insert(k, &reply(k), 2);
+        }
+        assert!(!r.by_key.contains_key("a"), "the oldest went");
+        r.insert("b", &reply("b2"), 2);
+        assert_eq!(r.order, ["b", "c"], "a key written again keeps its place");
+        assert_eq!(r.by_key.len(), 2);
     }
 }

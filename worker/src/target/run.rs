@@ -134,8 +134,8 @@ impl RunTarget {
     /// its replies kept for an example's next evaluation when batch-mode judges park examples.
     pub fn serving(self, judge: &Judge, judges: &JudgeConfig) -> Self {
         let mut target = self.charged_to(judge.accounting(judges));
-        if matches!(judge, Judge::Live(_)) && judges.batches() {
-            target.keeper = target.keeper.while_parked();
+        if let Some(store) = judge.batch_store() {
+            target.keeper = target.keeper.while_parked(store);
         }
         target
     }
