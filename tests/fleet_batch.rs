@@ -319,3 +319,48 @@ fn cancel_cancels_the_runs_provider_batches() {
     let seen = status(&fleet, &run_id);
     assert!(seen.contains("cancelled "), "{seen}");
 }
+
+/// A target run whose judges are in batch mode, through the fleet: the workers ask the target
+/// live, once per example (its reply is kept in Redis beside the example's batch results while
+/// the example is parked), even from a target that samples, and every judge question goes into
+/// a batch once.
+#[test]
+fn a_fleet_target_run_with_batch_judges_asks_the_target_once_per_example() {
+    const N: usize = 12;
+    let fake = fake(FakeProviderArgs::default());
+    let mut fleet = batch_fleet(&fake, "max_requests: 50");
+    let target = fleet.dir.path().join("bot.yaml");
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0.7}\noutput: response\n\
+         set: {model: claude-3-5-haiku-20241022, prompt_version: bot-v1}\n",
+    )
+    .unwrap();
+    fleet.worker("w1", 19781);
+    fleet.worker("w2", 19782);
+    fleet.aggregator("agg", 19790);
+    let tickets: Vec<Value> = (0..N)
+        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
+        .collect();
+    let data = write_dataset(fleet.dir.path(), &tickets);
+    let run_id = format!("{}-target", fleet.prefix);
+    fleet.submit(
+        &data,
+        &run_id,
+        &["--judge", "live", "--target", target.to_str().unwrap()],
+    );
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, N as u64);
+    assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
+    for item in common::items(&report) {
+        assert_eq!(item["target"]["attempts"], json!(1), "{item}");
+    }
+    let stats = fake.stats();
+    assert_eq!(
+        total(&stats),
+        N as u64,
+        "live requests are the target's: {stats}"
+    );
+    assert_eq!(assert_paid_once(&fake), (N * DIMS.len()) as u64);
+}
