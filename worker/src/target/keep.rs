@@ -184,6 +184,23 @@ mod tests {
             .clone()
     }
 
+    /// A reply and the call that paid for it.
+    fn paid() -> (Reply, TargetCall) {
+        let reply = Reply::Chat {
+            text: "Restart it.".into(),
+            model: "m".into(),
+        };
+        let call = TargetCall {
+            name: "bot".into(),
+            latency_ms: 120.0,
+            attempts: 2,
+            tokens_in: 5,
+            tokens_out: 9,
+            cost_usd: 0.25,
+        };
+        (reply, call)
+    }
+
     fn id(key: Option<Key>) -> Option<String> {
         key.map(|k| match k {
             Key::Request(h) => h,
@@ -237,18 +254,7 @@ mod tests {
             id(Some(key(3))),
             Some(format!("r/{}-t0", example_key("r", 3)))
         );
-        let call = TargetCall {
-            name: "bot".into(),
-            latency_ms: 120.0,
-            attempts: 2,
-            tokens_in: 5,
-            tokens_out: 9,
-            cost_usd: 0.25,
-        };
-        let reply = Reply::Chat {
-            text: "Restart it.".into(),
-            model: "m".into(),
-        };
+        let (reply, call) = paid();
         assert!(keeper.get(&key(3), "bot").await.is_none());
         keeper.put(&key(3), &reply, &call).await;
         assert_eq!(keeper.get(&key(3), "bot").await, Some((reply, call)));
@@ -263,18 +269,7 @@ mod tests {
         let plan = plan(0.0);
         let keeper = Keeper::new(&plan.target, Arc::new(InMemoryCache::default()));
         let key = keeper.key(&plan, None, &record("VPN"), &at(0, 0)).unwrap();
-        let call = TargetCall {
-            name: "bot".into(),
-            latency_ms: 120.0,
-            attempts: 2,
-            tokens_in: 5,
-            tokens_out: 9,
-            cost_usd: 0.25,
-        };
-        let reply = Reply::Chat {
-            text: "Restart it.".into(),
-            model: "m".into(),
-        };
+        let (reply, call) = paid();
         keeper.put(&key, &reply, &call).await;
         let (_, free) = keeper.get(&key, "bot").await.unwrap();
         assert_eq!(
