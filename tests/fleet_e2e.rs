@@ -428,7 +428,7 @@ fn a_worker_refuses_a_targets_variables_and_hosts_it_does_not_allow() {
             "greedy",
             agent_url.as_str(),
             "${OPENAI_API_KEY}",
-            "target greedy: ${OPENAI_API_KEY} is not allowed on this worker (fleet.targets.allowed_env)",
+            "target greedy: ${OPENAI_API_KEY} is not allowed on this worker",
         ),
         (
             "metadata",

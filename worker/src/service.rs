@@ -232,7 +232,7 @@ impl<D: RunRegistry> FleetRuns<D> {
             .find(|v| !self.targets.allows_env(v))
         {
             let reason = format!(
-                "target {}: ${{{var}}} is not allowed on this worker (fleet.targets.allowed_env)",
+                "target {}: ${{{var}}} is not allowed on this worker",
                 target.name()
             );
             return Ok(pipeline.refusing_target(reason));
