@@ -101,9 +101,11 @@ fn restarting_rabbitmq_mid_run_loses_and_duplicates_nothing() {
             fleet.log(role)
         );
     }
+    // The other worker may have finished the run while this one's backoff (up to 5 s) was
+    // still sleeping: give it that long to come back.
     for worker in ["w1", "w2"] {
         assert!(
-            fleet.log(worker).contains("reconnected to RabbitMQ"),
+            fleet.wait_log(worker, "reconnected to RabbitMQ", Duration::from_secs(15)),
             "{worker} reconnected by itself\n{}",
             fleet.log(worker)
         );

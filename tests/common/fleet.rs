@@ -278,6 +278,18 @@ impl Fleet {
         colours.replace_all(&log, "").into_owned()
     }
 
+    /// Waits until a process's log contains `text`; false after `limit`.
+    pub fn wait_log(&self, name: &str, text: &str, limit: Duration) -> bool {
+        let started = Instant::now();
+        while !self.log(name).contains(text) {
+            if started.elapsed() > limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        true
+    }
+
     /// Waits until `reports/<run>/report.json` exists.
     pub fn wait_report(&self, run: &str, limit: Duration) -> Value {
         let path = self.reports_dir().join(run).join("report.json");
