@@ -259,10 +259,12 @@ fn a_live_target_with_batch_judges_is_asked_once_per_example() {
     let requests = u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests");
     assert_eq!(requests, (N * DIMS.len()) as u64, "{ledger}");
 
-    let refused = run_live(
+    // Two epochs: each asks the target and puts its own judge questions into a batch, once.
+    let out = dir.path().join("o2");
+    let run = run_live(
         &data,
         &config,
-        &dir.path().join("o2"),
+        &out,
         &fake.key,
         &[
             "--judge-mode",
@@ -274,10 +276,20 @@ fn a_live_target_with_batch_judges_is_asked_once_per_example() {
         ],
         &[],
     );
-    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
-    assert!(
-        refused.stderr.contains("--epochs with --judge-mode batch"),
-        "{}",
-        refused.stderr
-    );
+    let report = check_consistent(&out, &run).json;
+    assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
+    for item in items(&report) {
+        let epochs = item["epochs"].as_array().expect("epochs");
+        assert_eq!(epochs.len(), 2, "{item}");
+        for epoch in epochs {
+            for dim in DIMS {
+                assert!(epoch["scores"][dim].is_number(), "{epoch}");
+            }
+        }
+    }
+    let stats = fake.stats();
+    assert_eq!(total(&stats), 3 * N as u64, "live requests, both runs: {stats}");
+    let ledger = &stats["batches"];
+    let more = u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests") - requests;
+    assert_eq!(more, (2 * N * DIMS.len()) as u64, "{ledger}");
 }

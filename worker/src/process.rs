@@ -17,10 +17,11 @@ use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::PendingRecord;
 use serde_json::{Map, Value};
 
-use crate::judge::Judge;
+use crate::judge::batch::ExampleAt;
+use crate::judge::{Deferred, Judge};
 use crate::metrics::metrics;
 use crate::scenarios::{Scenarios, Unattached};
-use crate::target::{ExampleAt, Generation, RunTarget};
+use crate::target::{Generation, RunTarget};
 
 /// Everything a worker needs to evaluate examples of one run.
 pub struct Pipeline {
@@ -68,6 +69,22 @@ pub enum Processed {
     Awaiting(Vec<Question>),
 }
 
+/// One evaluation (an example, or one epoch of a target run's) and the batch replies it used,
+/// charged to the run once the whole example is complete.
+struct Evaluated {
+    processed: Processed,
+    deferred: Deferred,
+}
+
+impl From<ResultRecord> for Evaluated {
+    fn from(record: ResultRecord) -> Self {
+        Evaluated {
+            processed: Processed::Record(record),
+            deferred: Deferred::default(),
+        }
+    }
+}
+
 /// Evaluates one example message. Err only when the store could not be read for the example's
 /// scenario (the caller settles it as any store error). A target run's record is generated and
 /// evaluated once per epoch, the epochs at once, and folded into one item.
@@ -76,9 +93,24 @@ pub async fn process<S: ResultStore>(
     store: &S,
     msg: &Message,
 ) -> Result<Processed, StoreError> {
+    let Evaluated {
+        processed,
+        deferred,
+    } = evaluate_message(pipeline, store, msg).await?;
+    if let Processed::Record(_) = processed {
+        pipeline.judge.charge(deferred);
+    }
+    Ok(processed)
+}
+
+async fn evaluate_message<S: ResultStore>(
+    pipeline: &Pipeline,
+    store: &S,
+    msg: &Message,
+) -> Result<Evaluated, StoreError> {
     let pending = match &msg.work {
         Work::Evaluate(example) => {
-            return process_example(pipeline, store, msg, example, None).await
+            return process_example(pipeline, store, msg, example, None, 0).await
         }
         Work::Generate(pending) => pending,
     };
@@ -88,17 +120,28 @@ pub async fn process<S: ResultStore>(
     }
     let epochs = (0..k).map(|e| generate_and_process(pipeline, store, msg, pending, e));
     let mut records = Vec::with_capacity(k as usize);
-    for processed in futures_util::future::join_all(epochs).await {
-        match processed? {
+    let mut awaiting = Vec::new();
+    let mut deferred = Deferred::default();
+    for evaluated in futures_util::future::join_all(epochs).await {
+        let evaluated = evaluated?;
+        deferred.extend(evaluated.deferred);
+        match evaluated.processed {
             Processed::Record(record) => records.push(record),
-            // Batch mode parks an example for its judges' replies; target runs are refused
-            // in batch mode before they start, so an epoch never gets here.
-            awaiting => return Ok(awaiting),
+            // Batch-mode judges: the example waits for every epoch's questions at once (each
+            // epoch's have their own custom_ids); the epochs already judged find their
+            // replies in the store when it is evaluated again.
+            Processed::Awaiting(questions) => awaiting.extend(questions),
         }
     }
-    Ok(Processed::Record(
-        epochs::fold(records).expect("a run of K > 1 epochs has records"),
-    ))
+    let processed = if awaiting.is_empty() {
+        Processed::Record(epochs::fold(records).expect("a run of K > 1 epochs has records"))
+    } else {
+        Processed::Awaiting(awaiting)
+    };
+    Ok(Evaluated {
+        processed,
+        deferred,
+    })
 }
 
 /// One epoch of a target run's record: generated, then processed as a recorded example.
@@ -108,26 +151,27 @@ async fn generate_and_process<S: ResultStore>(
     msg: &Message,
     pending: &PendingRecord,
     epoch: u32,
-) -> Result<Processed, StoreError> {
+) -> Result<Evaluated, StoreError> {
     match generate(pipeline, msg, pending, epoch).await {
         Ok(Generation {
             example,
             outputs,
             call,
-        }) => process_example(pipeline, store, msg, &example, Some((outputs, call))).await,
-        Err(failed) => Ok(Processed::Record(*failed)),
+        }) => process_example(pipeline, store, msg, &example, Some((outputs, call)), epoch).await,
+        Err(failed) => Ok((*failed).into()),
     }
 }
 
 /// An example's scenario, judges and record; a generated one's record carries what the target
-/// produced (`generated`: the outputs and the call).
+/// produced (`generated`: the outputs and the call) at its `epoch`.
 async fn process_example<S: ResultStore>(
     pipeline: &Pipeline,
     store: &S,
     msg: &Message,
     example: &Example,
     generated: Option<(Map<String, Value>, TargetCall)>,
-) -> Result<Processed, StoreError> {
+    epoch: u32,
+) -> Result<Evaluated, StoreError> {
     let suite = &pipeline.suite;
     let started = Instant::now();
     match pipeline.scenarios.attach(store, &msg.run_id, example).await {
@@ -138,16 +182,21 @@ async fn process_example<S: ResultStore>(
             let mut rec =
                 ResultRecord::failed(&msg.run_id, &suite.name, msg.index, msg.line, id, reason);
             rec.group = example.group();
-            return Ok(Processed::Record(rec));
+            return Ok(rec.into());
         }
     }
     let m = metrics();
     m.inflight.inc();
-    let record = evaluate(suite, &pipeline.judge, msg, example, started).await;
+    let at = ExampleAt {
+        run_id: &msg.run_id,
+        index: msg.index,
+        epoch,
+    };
+    let evaluated = evaluate(suite, &pipeline.judge, msg, example, at, started).await;
     m.inflight.dec();
-    let mut record = match record {
+    let mut record = match evaluated.processed {
         Processed::Record(record) => record,
-        awaiting => return Ok(awaiting),
+        Processed::Awaiting(_) => return Ok(evaluated),
     };
     if let (Some((outputs, call)), Work::Generate(pending)) = (generated, &msg.work) {
         record.outputs = Some(outputs);
@@ -158,7 +207,10 @@ async fn process_example<S: ResultStore>(
         .with_label_values(&[&record.suite, record.outcome.as_str()])
         .inc();
     m.example_duration.observe(started.elapsed().as_secs_f64());
-    Ok(Processed::Record(record))
+    Ok(Evaluated {
+        processed: Processed::Record(record),
+        deferred: evaluated.deferred,
+    })
 }
 
 /// A target run's example: generated and validated, or the failed record saying why not.
@@ -204,51 +256,58 @@ async fn evaluate(
     judge: &Judge,
     msg: &Message,
     example: &Example,
+    at: ExampleAt<'_>,
     started: Instant,
-) -> Processed {
+) -> Evaluated {
     let tasks = judge_tasks(suite, example);
     let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
-    Processed::Record(
-        match judge.judge(example, &tasks, &msg.run_id, msg.index).await {
-            Ok(judged) => {
-                let effort = Effort {
-                    usage: judged.usage,
-                    latency_ms: latency_ms(),
-                    attempts: judged.attempts,
-                };
-                finish(
-                    suite,
-                    &msg.run_id,
-                    msg.index,
-                    msg.line,
-                    example,
-                    judged.scores,
-                    effort,
-                )
+    match judge.judge(example, &tasks, at).await {
+        Ok(judged) => {
+            let effort = Effort {
+                usage: judged.usage,
+                latency_ms: latency_ms(),
+                attempts: judged.attempts,
+            };
+            let record = finish(
+                suite,
+                &msg.run_id,
+                msg.index,
+                msg.line,
+                example,
+                judged.scores,
+                effort,
+            );
+            Evaluated {
+                processed: Processed::Record(record),
+                deferred: judged.deferred,
             }
-            Err(failure) if !failure.awaiting.is_empty() => {
-                return Processed::Awaiting(failure.awaiting)
-            }
-            Err(failure) => {
-                let mut rec = ResultRecord::failed(
-                    &msg.run_id,
-                    &suite.name,
-                    msg.index,
-                    msg.line,
-                    example.id().to_owned(),
-                    failure.reason,
-                );
-                rec.group = example.group();
-                rec.details
-                    .insert("inputs".into(), example.inputs(suite).into());
-                rec.attempts = failure.attempts;
-                rec.usage = failure.usage;
-                rec.latency_ms = latency_ms();
-                if let Some(status) = failure.last_status {
-                    rec.details.insert("last_status".into(), status.into());
-                }
-                rec
-            }
+        }
+        Err(failure) if !failure.awaiting.is_empty() => Evaluated {
+            processed: Processed::Awaiting(failure.awaiting),
+            deferred: failure.deferred,
         },
-    )
+        Err(failure) => {
+            let mut rec = ResultRecord::failed(
+                &msg.run_id,
+                &suite.name,
+                msg.index,
+                msg.line,
+                example.id().to_owned(),
+                failure.reason,
+            );
+            rec.group = example.group();
+            rec.details
+                .insert("inputs".into(), example.inputs(suite).into());
+            rec.attempts = failure.attempts;
+            rec.usage = failure.usage;
+            rec.latency_ms = latency_ms();
+            if let Some(status) = failure.last_status {
+                rec.details.insert("last_status".into(), status.into());
+            }
+            Evaluated {
+                processed: Processed::Record(rec),
+                deferred: failure.deferred,
+            }
+        }
+    }
 }

@@ -212,10 +212,12 @@ pub fn parked_message(value: &str) -> &str {
     value.split_once('\n').map_or("", |(_, message)| message)
 }
 
-/// The example index a custom_id belongs to (`e<run hash>-<index>-…`, see the worker's
-/// `example_key`).
+/// The example index a custom_id belongs to (`e<run hash>-<index>-…`, or
+/// `e<run hash>-<index>k<epoch>-…` for a later epoch of a target run; see the worker's
+/// `ExampleAt::key`).
 pub fn index_of(custom_id: &str) -> Option<u64> {
-    custom_id.split('-').nth(1)?.parse().ok()
+    let part = custom_id.split('-').nth(1)?;
+    part.split_once('k').map_or(part, |(index, _)| index).parse().ok()
 }
 
 #[cfg(test)]
@@ -233,6 +235,7 @@ mod tests {
     fn custom_ids_name_their_example() {
         assert_eq!(index_of("e0a1b2c3d-17-0-1-r2"), Some(17));
         assert_eq!(index_of("e0a1b2c3d-17-0-1-L"), Some(17));
+        assert_eq!(index_of("e0a1b2c3d-17k2-0-1-a0"), Some(17), "a later epoch");
         assert_eq!(index_of("nonsense"), None);
     }
 

@@ -19,6 +19,29 @@ pub fn example_key(run_id: &str, index: u64) -> String {
     format!("e{run:08x}-{index}")
 }
 
+/// Which evaluation of which example: a run, an example's index in it, and the epoch of a
+/// target run (0 otherwise). It names what is kept for that evaluation: batch questions' and a
+/// target's replies.
+#[derive(Debug, Clone, Copy)]
+pub struct ExampleAt<'a> {
+    pub run_id: &'a str,
+    pub index: u64,
+    pub epoch: u32,
+}
+
+impl ExampleAt<'_> {
+    /// The stem of this evaluation's batch custom_ids: [`example_key`], and for a later epoch
+    /// `k<epoch>` after it (`e1a2b3c4-17k2`), so that each epoch's questions have their own
+    /// results. Epoch 0 keeps the plain key.
+    pub fn key(&self) -> String {
+        let key = example_key(self.run_id, self.index);
+        match self.epoch {
+            0 => key,
+            epoch => format!("{key}k{epoch}"),
+        }
+    }
+}
+
 /// How one provider's batches are made: the provider, its limits and timings.
 #[derive(Clone)]
 pub struct BatchOptions {

@@ -34,6 +34,22 @@ pub struct JudgeOutcome {
     pub scores: Scores,
     pub usage: Usage,
     pub attempts: u32,
+    /// Batch replies used, for [`Judge::charge`] once the example is complete.
+    pub deferred: Deferred,
+}
+
+/// Batch replies an evaluation used, not yet charged to the run's budget and the metrics. They
+/// are charged ([`Judge::charge`]) once the whole example is complete: a parked example is
+/// evaluated again from the start, and a target run's epochs are judged apart, so an epoch
+/// judged before its example was parked would otherwise be charged at each evaluation.
+#[derive(Debug, Clone, Default)]
+pub struct Deferred(pub(crate) Vec<(String, provider::TokenUsage, f64)>);
+
+impl Deferred {
+    /// Adds another evaluation's (an epoch's) charges.
+    pub fn extend(&mut self, other: Deferred) {
+        self.0.extend(other.0);
+    }
 }
 
 /// Judging an example failed: the example is `failed` with this reason (judge errors after
@@ -48,6 +64,8 @@ pub struct JudgeFailure {
     pub last_status: Option<u16>,
     pub usage: Usage,
     pub awaiting: Vec<Question>,
+    /// Batch replies used before it failed, for [`Judge::charge`].
+    pub deferred: Deferred,
 }
 
 impl JudgeFailure {
@@ -59,6 +77,7 @@ impl JudgeFailure {
             last_status: None,
             usage: Usage::default(),
             awaiting: Vec::new(),
+            deferred: Deferred::default(),
         }
     }
 
@@ -109,13 +128,12 @@ impl Judge {
         }
     }
 
-    /// Scores every task of example `index` of run `run_id`.
+    /// Scores every task of one example, at its evaluation `at`.
     pub async fn judge(
         &self,
         example: &Example,
         tasks: &[JudgeTask<'_>],
-        run_id: &str,
-        index: u64,
+        at: batch::ExampleAt<'_>,
     ) -> Result<JudgeOutcome, JudgeFailure> {
         match self {
             Judge::None => Ok(JudgeOutcome::default()),
@@ -126,11 +144,18 @@ impl Judge {
                     .collect();
                 Ok(JudgeOutcome {
                     scores: Scores(scores),
-                    usage: Usage::default(),
-                    attempts: 0,
+                    ..JudgeOutcome::default()
                 })
             }
-            Judge::Live(live) => live.judge(example, tasks, run_id, index).await,
+            Judge::Live(live) => live.judge(example, tasks, at).await,
+        }
+    }
+
+    /// Charges an example's batch replies to the run and the metrics: call it once the example
+    /// is complete (recorded, not parked).
+    pub fn charge(&self, deferred: Deferred) {
+        if let Judge::Live(live) = self {
+            live.charge_deferred(deferred);
         }
     }
 }

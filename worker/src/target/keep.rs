@@ -17,14 +17,7 @@ use evalfleet_suites::target::{Reply, TargetPlan};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::judge::batch::example_key;
-
-/// Where an example is in its run: what names a reply kept for its example.
-pub struct ExampleAt<'a> {
-    pub run_id: &'a str,
-    pub index: u64,
-    pub epoch: u32,
-}
+use crate::judge::batch::{example_key, ExampleAt};
 
 /// A target's kept replies.
 pub(super) struct Keeper {

@@ -18,5 +18,4 @@ mod run;
 pub use chat::{ChatTarget, Generated};
 pub use estimate::{ReplyTokens, TargetEstimate, TargetEstimator, TYPICAL_TARGET_REPLY_TOKENS};
 pub use http::{Called, HttpTarget, TargetFailure};
-pub use keep::ExampleAt;
 pub use run::{Generation, NotGenerated, RunTarget, TargetParts};

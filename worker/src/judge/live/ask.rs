@@ -7,31 +7,29 @@ use evalfleet_suites::evaluate::{Example, JudgeTask};
 
 use super::panel::{combine, Asked};
 use super::{LiveJudge, ProviderRuntime, Tally};
+use crate::judge::batch::ExampleAt;
 use crate::judge::cache::CachedVerdict;
 use crate::judge::prompt::{self, Prompt};
 use crate::judge::reply::parse_verdict;
-use crate::judge::{JudgeFailure, JudgeOutcome};
+use crate::judge::{Deferred, JudgeFailure, JudgeOutcome};
 
 impl LiveJudge {
-    /// Scores every task of one example (example `index` of run `run_id`) with its judges
+    /// Scores every task of one example (its evaluation `at`) with its judges
     /// (one, or the configured panel). In fleet batch mode, an example with questions still
     /// out fails with only [`JudgeFailure::awaiting`] set: it is parked, not failed.
     pub async fn judge(
         &self,
         example: &Example,
         tasks: &[JudgeTask<'_>],
-        run_id: &str,
-        index: u64,
+        at: ExampleAt<'_>,
     ) -> Result<JudgeOutcome, JudgeFailure> {
         let tally = Tally {
-            run: run_id.to_owned(),
-            key: crate::judge::batch::example_key(run_id, index),
+            run: at.run_id.to_owned(),
+            key: at.key(),
             ..Tally::default()
         };
         let result = self.judge_all(example, tasks, &tally).await;
-        if !matches!(&result, Err(f) if !f.awaiting.is_empty()) {
-            self.charge_deferred(&tally);
-        }
+        let deferred = Deferred(tally.deferred.into_inner().unwrap_or_default());
         let usage = tally.usage.into_inner().unwrap_or_default();
         let attempts = tally.attempts.into_inner();
         match result {
@@ -39,10 +37,12 @@ impl LiveJudge {
                 scores,
                 usage,
                 attempts,
+                deferred,
             }),
             Err(mut failure) => {
                 failure.attempts = attempts;
                 failure.usage = usage;
+                failure.deferred = deferred;
                 failure.last_status = tally
                     .last_status
                     .into_inner()

@@ -18,7 +18,7 @@ use evalfleet_contract::batch_store::{BatchStore, Question};
 use super::{LiveJudge, ProviderRuntime, Reply, Tally};
 use crate::judge::prompt::Prompt;
 use crate::judge::provider::batch::{encode_line, BatchItem};
-use crate::judge::JudgeFailure;
+use crate::judge::{Deferred, JudgeFailure};
 
 /// The custom_id under which the fleet keeps the reply of a live fallback, so that evaluating
 /// the example again does not pay for it again.
@@ -122,11 +122,9 @@ impl LiveJudge {
         Ok(text)
     }
 
-    /// Charges the example's batch replies to the run and the metrics: it is complete.
-    pub(super) fn charge_deferred(&self, tally: &Tally) {
-        let deferred =
-            std::mem::take(&mut *tally.deferred.lock().unwrap_or_else(|e| e.into_inner()));
-        for (name, usage, cost) in deferred {
+    /// Charges an example's batch replies to the run and the metrics: it is complete.
+    pub(crate) fn charge_deferred(&self, deferred: Deferred) {
+        for (name, usage, cost) in deferred.0 {
             if let Some(rt) = self.providers.get(&name) {
                 self.charge(rt, usage, cost);
             }
