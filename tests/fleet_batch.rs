@@ -320,8 +320,8 @@ fn cancel_cancels_the_runs_provider_batches() {
     assert!(seen.contains("cancelled "), "{seen}");
 }
 
-/// A target run whose judges are in batch mode, through the fleet: the workers ask the target
-/// live, once per example (its reply is kept in Redis beside the example's batch results while
+/// A target run whose judges are in batch mode, through the fleet, and whose target's provider
+/// is live (its own `mode: live`): the workers ask the target live, once per example (its reply is kept in Redis beside the example's batch results while
 /// the example is parked), even from a target that samples, and every judge question goes into
 /// a batch once.
 #[test]
@@ -329,12 +329,15 @@ fn a_fleet_target_run_with_batch_judges_asks_the_target_once_per_example() {
     const N: usize = 12;
     let fake = fake(FakeProviderArgs::default());
     let mut fleet = batch_fleet(&fake, "max_requests: 50");
+    fleet
+        .env
+        .push(("EVALFLEET_PROVIDERS__OPENAI__MODE".into(), "live".into()));
     let target = fleet.dir.path().join("bot.yaml");
     std::fs::write(
         &target,
         "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
          prompt: \"{{ ticket }}\"\nparams: {temperature: 0.7}\noutput: response\n\
-         set: {model: claude-3-5-haiku-20241022, prompt_version: bot-v1}\n",
+         set: {model: gpt-4o, prompt_version: bot-v1}\n",
     )
     .unwrap();
     fleet.worker("w1", 19781);
@@ -363,4 +366,51 @@ fn a_fleet_target_run_with_batch_judges_asks_the_target_once_per_example() {
         "live requests are the target's: {stats}"
     );
     assert_eq!(assert_paid_once(&fake), (N * DIMS.len()) as u64);
+}
+
+/// A chat target on a batch-mode provider, through the fleet: its generations go into the
+/// provider's batches beside the judges' questions, each once, nothing goes live, and the
+/// report is the embedded run's.
+#[test]
+fn a_fleet_target_run_generates_through_the_batches_as_the_embedded_run_does() {
+    const N: usize = 10;
+    let fake = fake(FakeProviderArgs::default());
+    let mut fleet = batch_fleet(&fake, "max_requests: 50");
+    let target = fleet.dir.path().join("bot.yaml");
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0}\noutput: response\n\
+         set: {model: gpt-4o, prompt_version: bot-v1}\n",
+    )
+    .unwrap();
+    fleet.worker("w1", 19783);
+    fleet.worker("w2", 19784);
+    fleet.aggregator("agg", 19791);
+    let tickets: Vec<Value> = (0..N)
+        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
+        .collect();
+    let data = write_dataset(fleet.dir.path(), &tickets);
+    let run_id = format!("{}-gen", fleet.prefix);
+    let args = ["--judge", "live", "--target", target.to_str().unwrap()];
+    fleet.submit(&data, &run_id, &args);
+    let report = fleet.wait_report(&run_id, Duration::from_secs(120));
+    fleet.assert_exactly(&run_id, &report, N as u64);
+    assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
+    let stats = fake.stats();
+    assert_eq!(total(&stats), 0, "nothing live: {stats}");
+    // N generations (openai) and N × 2 questions (anthropic), each once.
+    assert_eq!(assert_paid_once(&fake), (N + N * DIMS.len()) as u64);
+    assert_eq!(u(&stats["batches"]["openai"], "requests"), N as u64);
+
+    let embedded = fleet.embedded_report(&data, &args);
+    for (f, e) in common::items(&report).iter().zip(common::items(&embedded)) {
+        assert_eq!(f["id"], e["id"]);
+        assert_eq!(f["outputs"], e["outputs"], "the same answer");
+        assert_eq!(f["target"]["cost_usd"], e["target"]["cost_usd"]);
+        for dim in DIMS {
+            assert_eq!(f[dim]["score"], e[dim]["score"], "{} {dim}", f["id"]);
+        }
+    }
+    assert_eq!(report["aggregates"], embedded["aggregates"]);
 }

@@ -208,10 +208,11 @@ fn fallback_live_answers_what_the_batches_did_not() {
     );
 }
 
-/// A target run whose judges are in batch mode: the target is asked live, once per example —
-/// its reply is kept while the example is parked for its judges' batch replies, so the
-/// example's second evaluation judges the same answer without asking again, even from a
-/// target that samples (temperature 0.7: no reply cache by request).
+/// A target run whose judges are in batch mode (`judges.mode: batch`) and whose target's
+/// provider is live (its own `mode: live`): the target is asked live, once per example — its
+/// reply is kept while the example is parked for its judges' batch replies, so the example's
+/// second evaluation judges the same answer without asking again, even from a target that
+/// samples (temperature 0.7: no reply cache by request).
 #[test]
 fn a_live_target_with_batch_judges_is_asked_once_per_example() {
     const N: usize = 6;
@@ -222,27 +223,32 @@ fn a_live_target_with_batch_judges_is_asked_once_per_example() {
         &target,
         "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
          prompt: \"{{ ticket }}\"\nparams: {temperature: 0.7}\noutput: response\n\
-         set: {model: claude-3-5-sonnet, prompt_version: bot-v1}\n",
+         set: {model: gpt-4o, prompt_version: bot-v1}\n",
     )
     .unwrap();
     let tickets: Vec<serde_json::Value> = (0..N)
         .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
         .collect();
     let data = write_dataset(dir.path(), &tickets);
-    let config = fake.config(dir.path(), &batch_config(""));
+    let batched = batch_config("");
+    let config = fake.config(
+        dir.path(),
+        &LiveConfig {
+            extra: format!("  mode: batch\n{}", batched.extra),
+            ..batched
+        },
+    );
+    // Answers attributed to gpt-4o are judged by anthropic, in batches; the target's openai
+    // is live.
+    let env = [("EVALFLEET_PROVIDERS__OPENAI__MODE", "live")];
     let out = dir.path().join("out");
     let run = run_live(
         &data,
         &config,
         &out,
         &fake.key,
-        &[
-            "--judge-mode",
-            "batch",
-            "--target",
-            target.to_str().unwrap(),
-        ],
-        &[],
+        &["--target", target.to_str().unwrap()],
+        &env,
     );
     let report = check_consistent(&out, &run).json;
     assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
@@ -266,15 +272,8 @@ fn a_live_target_with_batch_judges_is_asked_once_per_example() {
         &config,
         &out,
         &fake.key,
-        &[
-            "--judge-mode",
-            "batch",
-            "--target",
-            target.to_str().unwrap(),
-            "--epochs",
-            "2",
-        ],
-        &[],
+        &["--target", target.to_str().unwrap(), "--epochs", "2"],
+        &env,
     );
     let report = check_consistent(&out, &run).json;
     assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
@@ -288,8 +287,93 @@ fn a_live_target_with_batch_judges_is_asked_once_per_example() {
         }
     }
     let stats = fake.stats();
-    assert_eq!(total(&stats), 3 * N as u64, "live requests, both runs: {stats}");
+    assert_eq!(
+        total(&stats),
+        3 * N as u64,
+        "live requests, both runs: {stats}"
+    );
     let ledger = &stats["batches"];
     let more = u(&ledger["openai"], "requests") + u(&ledger["anthropic"], "requests") - requests;
     assert_eq!(more, (2 * N * DIMS.len()) as u64, "{ledger}");
+}
+
+/// A chat target whose provider is in batch mode generates through the provider's batches,
+/// at the batch price, and the judges then run as configured: live, or in batches too. The
+/// answers and scores are the live run's.
+#[test]
+fn a_chat_target_on_a_batch_mode_provider_generates_through_its_batches() {
+    const N: usize = 5;
+    let dir = tempdir();
+    let target = dir.path().join("bot.yaml");
+    // Answers attributed to gpt-4o: judged by anthropic.
+    std::fs::write(
+        &target,
+        "name: bot\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ ticket }}\"\nparams: {temperature: 0}\noutput: response\n\
+         set: {model: gpt-4o, prompt_version: bot-v1}\n",
+    )
+    .unwrap();
+    let tickets: Vec<serde_json::Value> = (0..N)
+        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
+        .collect();
+    let data = write_dataset(dir.path(), &tickets);
+    let run = |name: &str, extra: &[&str], env: &[(&str, &str)]| {
+        let fake = fake(FakeProviderArgs::default());
+        std::fs::create_dir_all(dir.path().join(name)).unwrap();
+        let config = fake.config(&dir.path().join(name), &batch_config(""));
+        let out = dir.path().join(name).join("out");
+        let mut args = vec!["--target", target.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let run = run_live(&data, &config, &out, &fake.key, &args, env);
+        (check_consistent(&out, &run).json, fake.stats())
+    };
+    let (live, live_stats) = run("live", &[], &[]);
+    assert_eq!(total(&live_stats), (N + N * DIMS.len()) as u64);
+    let (all, all_stats) = run("all", &["--judge-mode", "batch"], &[]);
+    let (target_only, target_stats) = run(
+        "target",
+        &[],
+        &[("EVALFLEET_PROVIDERS__OPENAI__MODE", "batch")],
+    );
+
+    let requests =
+        |stats: &serde_json::Value, provider: &str| u(&stats["batches"][provider], "requests");
+    // Everything in batches: the generations (openai) and the questions (anthropic).
+    assert_eq!(total(&all_stats), 0, "{all_stats}");
+    assert_eq!(requests(&all_stats, "openai"), N as u64, "{all_stats}");
+    assert_eq!(requests(&all_stats, "anthropic"), (N * DIMS.len()) as u64);
+    // Only the target's provider in batch mode: its generations batched, the judges live.
+    assert_eq!(
+        requests(&target_stats, "openai"),
+        N as u64,
+        "{target_stats}"
+    );
+    assert_eq!(requests(&target_stats, "anthropic"), 0, "{target_stats}");
+    assert_eq!(
+        total(&target_stats),
+        (N * DIMS.len()) as u64,
+        "{target_stats}"
+    );
+
+    for report in [&all, &target_only] {
+        assert_eq!(report["totals"]["ok"], json!(N), "{}", report["totals"]);
+        for (b, l) in items(report).iter().zip(items(&live)) {
+            assert_eq!(b["id"], l["id"]);
+            assert_eq!(b["outputs"], l["outputs"], "the same answer");
+            for dim in DIMS {
+                assert_eq!(b[dim]["score"], l[dim]["score"], "{} {dim}", b["id"]);
+            }
+            assert_eq!(b["target"]["attempts"], json!(1), "{b}");
+            assert_eq!(b["target"]["tokens_in"], l["target"]["tokens_in"]);
+            let (batch_cost, live_cost) = (
+                b["target"]["cost_usd"].as_f64().unwrap(),
+                l["target"]["cost_usd"].as_f64().unwrap(),
+            );
+            assert!(live_cost > 0.0, "{l}");
+            assert!(
+                (batch_cost - live_cost * 0.5).abs() < 1e-12,
+                "at the batch price: {batch_cost} vs {live_cost}"
+            );
+        }
+    }
 }

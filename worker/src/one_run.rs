@@ -15,8 +15,7 @@ use evalfleet_contract::store::{ResultStore, StoreError};
 use tokio_util::sync::CancellationToken;
 
 use crate::consume::{run_consumers, Resolution, Runs};
-use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
-use crate::judge::{Judge, LiveJudge};
+use crate::coordinator::{coordinate, BatchProviders, BatchRuns, CoordinatorOptions};
 use crate::{Pipeline, WorkerError, WorkerStats};
 
 /// How long the embedded run lets in-flight examples finish once a consumer had to stop.
@@ -36,10 +35,7 @@ impl OneRun {
     /// Every message is evaluated with `pipeline`; a batch-mode judge's examples park in its
     /// batch store and are held in `queue` meanwhile.
     pub fn new(pipeline: Arc<Pipeline>, queue: &InProcessQueue) -> Self {
-        let parking = pipeline
-            .judge
-            .batch_store()
-            .map(|store| (store, queue.clone()));
+        let parking = pipeline.batch_store().map(|store| (store, queue.clone()));
         OneRun { pipeline, parking }
     }
 }
@@ -70,11 +66,9 @@ impl Runs for OneRun {
 }
 
 impl BatchRuns for OneRun {
-    async fn batch_judge(&self, _: &str) -> Option<(Arc<LiveJudge>, bool)> {
-        match &self.pipeline.judge {
-            Judge::Live(live) => Some((live.clone(), false)),
-            _ => None,
-        }
+    async fn batch_providers(&self, _: &str) -> Option<(BatchProviders, bool)> {
+        let providers = self.pipeline.batch_providers();
+        (!providers.is_empty()).then_some((providers, false))
     }
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use evalfleet_contract::batch_store::Question;
+use evalfleet_contract::batch_store::{BatchStore, Question};
 use evalfleet_contract::queue::Message;
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_model::epochs;
@@ -17,7 +17,8 @@ use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::PendingRecord;
 use serde_json::{Map, Value};
 
-use crate::judge::batch::ExampleAt;
+use crate::judge::batch::{BatchOptions, ExampleAt};
+use crate::judge::provider::ProviderClient;
 use crate::judge::{Deferred, Judge};
 use crate::metrics::metrics;
 use crate::scenarios::{Scenarios, Unattached};
@@ -55,6 +56,31 @@ impl Pipeline {
     pub fn refusing_target(mut self, reason: String) -> Self {
         self.refused = Some(reason);
         self
+    }
+
+    /// Where the run's examples park while batch-mode judges or a batch-mode chat target wait
+    /// for their batches; None when nothing of the run goes through batches.
+    pub fn batch_store(&self) -> Option<Arc<dyn BatchStore>> {
+        let target = || self.target.as_ref().and_then(RunTarget::batch_store);
+        self.judge.batch_store().or_else(target)
+    }
+
+    /// The run's batch-mode providers, each once (judges and a chat target on the same
+    /// provider share its batches): what the batch coordinator works through.
+    pub fn batch_providers(&self) -> Vec<(Arc<ProviderClient>, BatchOptions)> {
+        let mut providers = match &self.judge {
+            Judge::Live(live) => live.batch_providers(),
+            _ => Vec::new(),
+        };
+        if let Some((client, options)) = self.target.as_ref().and_then(RunTarget::batch_provider) {
+            if !providers
+                .iter()
+                .any(|(_, o)| o.provider == options.provider)
+            {
+                providers.push((client, options));
+            }
+        }
+        providers
     }
 }
 
@@ -158,7 +184,7 @@ async fn generate_and_process<S: ResultStore>(
             outputs,
             call,
         }) => process_example(pipeline, store, msg, &example, Some((outputs, call)), epoch).await,
-        Err(failed) => Ok((*failed).into()),
+        Err(not) => Ok(not),
     }
 }
 
@@ -213,13 +239,14 @@ async fn process_example<S: ResultStore>(
     })
 }
 
-/// A target run's example: generated and validated, or the failed record saying why not.
+/// A target run's example: generated and validated; or the failed record saying why not, or
+/// the batch request its example waits for.
 async fn generate(
     pipeline: &Pipeline,
     msg: &Message,
     pending: &PendingRecord,
     epoch: u32,
-) -> Result<Generation, Box<ResultRecord>> {
+) -> Result<Generation, Evaluated> {
     let suite = &pipeline.suite;
     let failed = |reason: String, call: Option<TargetCall>| {
         let mut rec = ResultRecord::failed(
@@ -232,7 +259,7 @@ async fn generate(
         );
         rec.latency_ms = call.as_ref().map_or(0.0, |c| c.latency_ms);
         rec.target = call;
-        Box::new(rec)
+        Evaluated::from(rec)
     };
     let Some(target) = &pipeline.target else {
         let reason = pipeline.refused.clone().unwrap_or_else(|| {
@@ -248,7 +275,13 @@ async fn generate(
     target
         .generate(suite, pending, at)
         .await
-        .map_err(|not| failed(not.reason, not.call))
+        .map_err(|not| match not.awaiting {
+            Some(question) => Evaluated {
+                processed: Processed::Awaiting(vec![question]),
+                deferred: Deferred::default(),
+            },
+            None => failed(not.reason, not.call),
+        })
 }
 
 async fn evaluate(

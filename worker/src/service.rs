@@ -25,8 +25,8 @@ use evalfleet_suites::spec::RunSpec;
 use evalfleet_suites::target::secrets_of;
 
 use crate::consume::{run_consumers, Resolution, Runs};
-use crate::coordinator::{coordinate, BatchRuns, CoordinatorOptions};
-use crate::judge::{build_judge, Judge, LiveJudge, LiveParts};
+use crate::coordinator::{coordinate, BatchProviders, BatchRuns, CoordinatorOptions};
+use crate::judge::{build_judge, LiveParts};
 use crate::target::{RunTarget, TargetParts};
 use crate::{Pipeline, WorkerError, WorkerStats};
 use tokio_util::sync::CancellationToken;
@@ -176,13 +176,14 @@ impl<D: RunRegistry> Runs for FleetRuns<D> {
 }
 
 impl<D: RunRegistry> BatchRuns for FleetRuns<D> {
-    async fn batch_judge(&self, run: &str) -> Option<(Arc<LiveJudge>, bool)> {
+    async fn batch_providers(&self, run: &str) -> Option<(BatchProviders, bool)> {
         let ctx = self.context(run).await.ok().flatten()?;
-        let Judge::Live(live) = &ctx.pipeline.judge else {
+        let providers = ctx.pipeline.batch_providers();
+        if providers.is_empty() {
             return None;
-        };
+        }
         let cancelled = self.state(run, &ctx).await == RunStatus::Cancelled;
-        Some((live.clone(), cancelled))
+        Some((providers, cancelled))
     }
 }
 
@@ -241,14 +242,13 @@ impl<D: RunRegistry> FleetRuns<D> {
         let built = RunTarget::new(TargetParts {
             target: target.clone(),
             model: spec.target_model.clone(),
-            providers: &spec.judges.providers,
-            retry: &spec.judges.retry,
-            prices: &spec.judges.prices,
+            judges: &spec.judges,
             rules: spec.model_prefixes.clone(),
             env: &env,
             cache: self.live.cache(),
             rate_limits: &self.live.rate_limits(),
             hosts: Some(self.hosts.clone()),
+            parking: Some(self.live.parking()),
         })
         .map_err(WorkerError::Stopped)?;
         let built = built.serving(&pipeline.judge, &spec.judges);

@@ -110,7 +110,7 @@ async fn both_apis_round_trip_with_the_live_verdicts() {
         for (custom_id, item) in results {
             let i: usize = custom_id.trim_start_matches("run-").parse().unwrap();
             let prompt = format!("{}\n{}", prompts[i].system, prompts[i].user);
-            let BatchItem::Reply { text, usage } = item else {
+            let BatchItem::Reply { text, usage, .. } = item else {
                 panic!("{api:?} {custom_id}: {item:?}");
             };
             assert_eq!(text, Verdict::for_prompt(7, &prompt).json(), "{api:?}");

@@ -217,7 +217,10 @@ pub fn parked_message(value: &str) -> &str {
 /// `ExampleAt::key`).
 pub fn index_of(custom_id: &str) -> Option<u64> {
     let part = custom_id.split('-').nth(1)?;
-    part.split_once('k').map_or(part, |(index, _)| index).parse().ok()
+    part.split_once('k')
+        .map_or(part, |(index, _)| index)
+        .parse()
+        .ok()
 }
 
 #[cfg(test)]

@@ -25,7 +25,8 @@ use std::time::Duration;
 use evalfleet_contract::batch_store::{BatchPhase, BatchStore};
 use evalfleet_contract::queue::WorkQueue;
 
-use crate::judge::LiveJudge;
+use crate::judge::batch::BatchOptions;
+use crate::judge::provider::ProviderClient;
 use crate::metrics::metrics;
 use lease::Leases;
 use steps::{Progress, Step};
@@ -34,12 +35,18 @@ use tokio_util::sync::CancellationToken;
 /// How often the coordinator looks at the store.
 const TICK: Duration = Duration::from_millis(500);
 
-/// Where a run's batch-mode judges come from: the worker's run registry.
+/// A run's batch-mode providers (its judges' and its chat target's), each with its client and
+/// batch options.
+pub type BatchProviders = Vec<(Arc<ProviderClient>, BatchOptions)>;
+
+/// Where a run's batch work comes from: the worker's run registry.
 pub trait BatchRuns: Send + Sync + 'static {
-    /// The run's live judge and whether the run was cancelled; None when the run is unknown
-    /// (expired) or has no batch-mode judge.
-    fn batch_judge(&self, run: &str)
-        -> impl Future<Output = Option<(Arc<LiveJudge>, bool)>> + Send;
+    /// The run's batch-mode providers ([`crate::Pipeline::batch_providers`]) and whether the
+    /// run was cancelled; None when the run is unknown (expired) or sends nothing in batches.
+    fn batch_providers(
+        &self,
+        run: &str,
+    ) -> impl Future<Output = Option<(BatchProviders, bool)>> + Send;
 }
 
 /// How this worker coordinates.
@@ -79,7 +86,7 @@ pub async fn coordinate<Q, R>(
         };
         let mut gauges = Gauges::default();
         for run in run_ids {
-            let Some((judge, cancelled)) = runs.batch_judge(&run).await else {
+            let Some((providers, cancelled)) = runs.batch_providers(&run).await else {
                 tracing::warn!(
                     run,
                     "a run with batch work is gone from the registry; forgetting it"
@@ -88,7 +95,7 @@ pub async fn coordinate<Q, R>(
                 continue;
             };
             let mut open = false;
-            for (client, batcher) in judge.batch_providers() {
+            for (client, batcher) in providers {
                 let provider = batcher.provider.clone();
                 if !leases.held(&provider) {
                     continue;

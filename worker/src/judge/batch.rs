@@ -7,7 +7,10 @@
 //! in (`live/batched.rs`). The same coordinator serves `run` (over the in-process store) and
 //! the fleet (over Redis). Here: what names a question and how a provider's batches are made.
 
-use evalfleet_config::{Api, BatchConfig, RetryConfig};
+use evalfleet_config::{Api, BatchConfig, CallMode, JudgeConfig, RetryConfig};
+use evalfleet_contract::batch_store::BatchStore;
+
+use crate::judge::provider::batch::BatchItem;
 
 /// A short name of one example of one run, the stem of its batch requests' custom_ids
 /// (`e1a2b3c4-17-0-0-a0`: example 17, dimension 0, judge 0, first ask, attempt 0). Both
@@ -55,4 +58,44 @@ pub struct BatchOptions {
     /// The stem of each batch's tag (`<tag>-<random>`, OpenAI `metadata.evalfleet_tag`), by
     /// which a batch can be found again.
     pub tag: String,
+}
+
+impl BatchOptions {
+    /// How provider `name`'s batches are made, when `judges` sends its calls in batches (its
+    /// own `mode`, else `judges.mode`); None when they go live. The judges and a chat target
+    /// on the same provider get the same options: their requests share the provider's batches.
+    pub fn of(judges: &JudgeConfig, name: &str) -> Option<BatchOptions> {
+        let provider = judges.providers.get(name)?;
+        (judges.mode_of(name) == CallMode::Batch).then(|| BatchOptions {
+            provider: name.to_owned(),
+            api: provider.api,
+            batch: judges.batch.clone(),
+            retry: judges.retry.clone(),
+            tag: format!("evalfleet-{name}"),
+        })
+    }
+}
+
+/// The stored result of a batch request (a judge's question, a target's generation), if in. A store that cannot be read counts as "not in": the
+/// example is then parked, and parking finds the result if it is there after all.
+pub(crate) async fn stored(
+    store: &dyn BatchStore,
+    run: &str,
+    custom_id: &str,
+) -> Option<BatchItem> {
+    match store.answer(run, custom_id).await {
+        Ok(Some(json)) => {
+            Some(
+                serde_json::from_str(&json).unwrap_or_else(|e| BatchItem::Errored {
+                    reason: format!("the stored result of {custom_id} does not parse: {e}"),
+                    retryable: true,
+                }),
+            )
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, custom_id, "cannot read a batch result; parking the example");
+            None
+        }
+    }
 }

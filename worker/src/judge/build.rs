@@ -48,6 +48,12 @@ impl LiveParts {
         self.cache.clone()
     }
 
+    /// Where batch-mode questions (and a batch-mode chat target's generations) park their
+    /// example.
+    pub fn parking(&self) -> Arc<dyn BatchStore> {
+        self.parking.clone()
+    }
+
     /// Batch-mode questions park their example in `store` (see [`LiveJudge::with_parking`]).
     pub fn with_parking(mut self, store: Arc<dyn BatchStore>) -> Self {
         self.parking = store;

@@ -1,7 +1,8 @@
 //! One chat target's calls: its prompt to a provider under `providers:`, retried as a judge
-//! call is (the same retryable errors, never sooner than `Retry-After`).
-//! Its calls are under the provider's rate limit, the one the judges of the same provider are under: one API key
-//! has one rate limit.
+//! call is (the same retryable errors, never sooner than `Retry-After`). Its calls are under
+//! the provider's rate limit, the one the judges of the same provider are under: one API key
+//! has one rate limit. A provider in batch mode generates through its batches instead
+//! (`batched.rs`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -9,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use backon::Retryable;
 use evalfleet_config::{ProviderConfig, RetryConfig, Target};
-use evalfleet_suites::target::TargetPlan;
+use evalfleet_suites::target::{ChatCall, TargetPlan};
 use serde_json::{Map, Value};
 
+use super::batched::Batched;
 use super::TargetFailure;
 use crate::judge::estimate::estimated_tokens;
 use crate::judge::provider::{CallError, GenerateRequest, ProviderClient, TokenUsage};
@@ -21,11 +23,13 @@ use crate::rate_limit::{RateLimit, RateLimits};
 
 /// A chat target, ready to call.
 pub struct ChatTarget {
-    plan: Arc<TargetPlan>,
-    client: ProviderClient,
+    pub(super) plan: Arc<TargetPlan>,
+    pub(super) client: Arc<ProviderClient>,
     retry: RetryConfig,
     max_tokens: u32,
     rate_limit: Arc<RateLimit>,
+    /// The provider is in batch mode: generations go through its batches.
+    pub(super) batched: Option<Batched>,
 }
 
 /// A chat reply.
@@ -37,6 +41,9 @@ pub struct Generated {
     pub usage: TokenUsage,
     pub attempts: u32,
     pub latency_ms: f64,
+    /// Through the provider's batches: priced at its `batch_discount`, with no latency of its
+    /// own (it waited in a batch).
+    pub batched: bool,
 }
 
 impl ChatTarget {
@@ -57,11 +64,43 @@ impl ChatTarget {
             .map_err(|e| format!("target {}: {e}", plan.name()))?;
         Ok(ChatTarget {
             plan,
-            client,
+            client: Arc::new(client),
             retry,
             max_tokens: provider.max_tokens,
             rate_limit: rate_limits.provider(provider_name, provider),
+            batched: None,
         })
+    }
+
+    /// Generates through the provider's batches (`batched.rs`).
+    pub(super) fn with_batches(mut self, batched: Batched) -> Self {
+        self.batched = Some(batched);
+        self
+    }
+
+    /// The call `record` renders to (`model` overrides the target's), or why it cannot.
+    pub(super) fn render(
+        &self,
+        record: &Map<String, Value>,
+        model: Option<&str>,
+    ) -> Result<ChatCall, TargetFailure> {
+        self.plan
+            .chat(record, model)
+            .map_err(|reason| TargetFailure::Request {
+                target: self.plan.name().to_owned(),
+                reason,
+            })
+    }
+
+    /// The provider request of `call`.
+    pub(super) fn request<'a>(&self, call: &'a ChatCall) -> GenerateRequest<'a> {
+        GenerateRequest {
+            model: &call.model,
+            system: call.system.as_deref(),
+            prompt: &call.prompt,
+            params: &call.params,
+            default_max_tokens: self.max_tokens,
+        }
     }
 
     /// Asks the target for `record`; `model` overrides the target's (`--target-model`).
@@ -70,21 +109,14 @@ impl ChatTarget {
         record: &Map<String, Value>,
         model: Option<&str>,
     ) -> Result<Generated, TargetFailure> {
+        let call = self.render(record, model)?;
+        self.call_live(&call).await
+    }
+
+    /// One live generation of `call`, retried.
+    pub(super) async fn call_live(&self, call: &ChatCall) -> Result<Generated, TargetFailure> {
         let name = self.plan.name().to_owned();
-        let call = self
-            .plan
-            .chat(record, model)
-            .map_err(|reason| TargetFailure::Request {
-                target: name.clone(),
-                reason,
-            })?;
-        let request = GenerateRequest {
-            model: &call.model,
-            system: call.system.as_deref(),
-            prompt: &call.prompt,
-            params: &call.params,
-            default_max_tokens: self.max_tokens,
-        };
+        let request = self.request(call);
         let max_tokens = call
             .params
             .get("max_tokens")
@@ -130,10 +162,11 @@ impl ChatTarget {
         match reply {
             Ok((completion, answered)) => Ok(Generated {
                 text: completion.text,
-                model: answered.unwrap_or(call.model),
+                model: answered.unwrap_or_else(|| call.model.clone()),
                 usage: completion.usage,
                 attempts,
                 latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+                batched: false,
             }),
             Err(e) => Err(match e.status() {
                 Some(status) => TargetFailure::Status {

@@ -56,6 +56,13 @@ pub enum TargetFailure {
     },
     #[error("target {target}: {reason}")]
     Request { target: String, reason: String },
+    /// A chat target's generation through its provider's batches failed for good.
+    #[error("target {target}: {reason} (batch, after {attempts} attempts)")]
+    Batch {
+        target: String,
+        reason: String,
+        attempts: u32,
+    },
 }
 
 /// One attempt's failure, and whether another attempt may succeed.

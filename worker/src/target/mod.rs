@@ -3,11 +3,12 @@
 //! completed record) is `evalfleet_suites::target`.
 //!
 //! `run.rs` is the road from a record waiting for its outputs to an example the suite
-//! validated; `chat.rs` and `http.rs` are the two kinds of call; `hosts.rs` where a shared worker's http target may connect;
-//! `keep.rs` which replies are
-//! kept in the cache, under which key; `estimate.rs` counts a target run's calls for
-//! `--estimate`.
+//! validated; `chat.rs` and `http.rs` are the two kinds of call, `batched.rs` a chat target's
+//! generations through its provider's batches; `hosts.rs` where a shared worker's http target
+//! may connect; `keep.rs` which replies are kept in the cache, under which key; `estimate.rs`
+//! counts a target run's calls for `--estimate`.
 
+mod batched;
 mod chat;
 mod estimate;
 mod hosts;

@@ -16,6 +16,7 @@ use evalfleet_config::BatchFallback;
 use evalfleet_contract::batch_store::{BatchStore, Question};
 
 use super::{LiveJudge, ProviderRuntime, Reply, Tally};
+use crate::judge::batch::stored;
 use crate::judge::prompt::Prompt;
 use crate::judge::provider::batch::{encode_line, BatchItem};
 use crate::judge::{Deferred, JudgeFailure};
@@ -62,7 +63,7 @@ impl LiveJudge {
                 }
             };
             match item {
-                BatchItem::Reply { text, usage } => {
+                BatchItem::Reply { text, usage, .. } => {
                     let cost = self.accounting.cost(&rt.model, usage.input, usage.output)
                         * rt.batch_discount;
                     tally.add(usage, cost);
@@ -104,7 +105,7 @@ impl LiveJudge {
         id: &str,
     ) -> Result<String, JudgeFailure> {
         let kept = live_id(id);
-        if let Some(BatchItem::Reply { text, usage }) = stored(store, &tally.run, &kept).await {
+        if let Some(BatchItem::Reply { text, usage, .. }) = stored(store, &tally.run, &kept).await {
             let cost = self.accounting.cost(&rt.model, usage.input, usage.output);
             tally.add(usage, cost);
             return Ok(text);
@@ -113,6 +114,7 @@ impl LiveJudge {
         let item = BatchItem::Reply {
             text: text.clone(),
             usage,
+            model: None,
         };
         if let Ok(json) = serde_json::to_string(&item) {
             if let Err(e) = store.put_answers(&tally.run, &[(kept, json)]).await {
@@ -128,26 +130,6 @@ impl LiveJudge {
             if let Some(rt) = self.providers.get(&name) {
                 self.charge(rt, usage, cost);
             }
-        }
-    }
-}
-
-/// The stored result of a question, if in. A store that cannot be read counts as "not in": the
-/// example is then parked, and parking finds the result if it is there after all.
-async fn stored(store: &dyn BatchStore, run: &str, custom_id: &str) -> Option<BatchItem> {
-    match store.answer(run, custom_id).await {
-        Ok(Some(json)) => {
-            Some(
-                serde_json::from_str(&json).unwrap_or_else(|e| BatchItem::Errored {
-                    reason: format!("the stored result of {custom_id} does not parse: {e}"),
-                    retryable: true,
-                }),
-            )
-        }
-        Ok(None) => None,
-        Err(e) => {
-            tracing::warn!(error = %e, custom_id, "cannot read a batch result; parking the example");
-            None
         }
     }
 }

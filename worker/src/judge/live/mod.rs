@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use evalfleet_config::{CallMode, JudgeConfig, ProviderConfig};
+use evalfleet_config::{JudgeConfig, ProviderConfig};
 use evalfleet_contract::batch_store::BatchStore;
 use evalfleet_model::record::Usage;
 
@@ -157,13 +157,7 @@ impl LiveJudge {
             })?;
             let client = ProviderClient::new(pc, key)
                 .map_err(|e| format!("judge provider '{name}': {e}"))?;
-            let batch = (config.mode_of(name) == CallMode::Batch).then(|| BatchOptions {
-                provider: name.clone(),
-                api: pc.api,
-                batch: config.batch.clone(),
-                retry: config.retry.clone(),
-                tag: format!("evalfleet-{name}"),
-            });
+            let batch = BatchOptions::of(config, name);
             let runtime = ProviderRuntime {
                 name: name.clone(),
                 model: config.judge_models[name].clone(),

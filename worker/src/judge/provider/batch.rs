@@ -17,7 +17,8 @@ pub use super::batch_body::{framing_bytes, BatchBody, BodyWriter};
 pub use super::batch_results::BatchResults;
 use super::error::clean;
 use super::{
-    anthropic, classify_error, openai, CallError, ChatRequest, ProviderClient, TokenUsage,
+    anthropic, classify_error, generate, openai, CallError, ChatRequest, GenerateRequest,
+    ProviderClient, TokenUsage,
 };
 
 /// The OpenAI endpoint every batch line targets.
@@ -79,12 +80,19 @@ pub enum BatchState {
 }
 
 /// What became of one request of a batch. In the fleet it is stored as JSON until its example
-/// is evaluated again (`{"reply":{"text","usage"}}`, `{"errored":{…}}`, `"expired"`, `"canceled"`).
+/// is evaluated again (`{"reply":{"text","usage","model"?}}`, `{"errored":{…}}`, `"expired"`,
+/// `"canceled"`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BatchItem {
-    /// The judge's reply, to be parsed like a live one.
-    Reply { text: String, usage: TokenUsage },
+    /// The reply (a judge's, parsed like a live one; or a chat target's), and the model that
+    /// answered when the provider said (a target's `model_field`).
+    Reply {
+        text: String,
+        usage: TokenUsage,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+    },
     /// The provider answered this request with an error; `retryable` as for a live call.
     Errored { reason: String, retryable: bool },
     /// Not run within the completion window.
@@ -93,9 +101,22 @@ pub enum BatchItem {
     Canceled,
 }
 
+/// One judge question's batch line (see [`line`]).
+pub fn encode_line(api: Api, custom_id: &str, request: &ChatRequest<'_>) -> Vec<u8> {
+    match api {
+        Api::Openai => line(api, custom_id, openai::request_body(request)),
+        Api::Anthropic => line(api, custom_id, anthropic::request_body(request)),
+    }
+}
+
+/// One chat target generation's batch line (see [`line`]): the body a live call sends.
+pub fn encode_generate_line(api: Api, custom_id: &str, request: &GenerateRequest<'_>) -> Vec<u8> {
+    line(api, custom_id, generate::body(api, request))
+}
+
 /// One batch line: `{"custom_id","method","url","body"}` (OpenAI) or `{"custom_id","params"}`
 /// (Anthropic), serialised. Its length is what counts toward the batch's byte limit.
-pub fn encode_line(api: Api, custom_id: &str, request: &ChatRequest<'_>) -> Vec<u8> {
+fn line<B: Serialize>(api: Api, custom_id: &str, body: B) -> Vec<u8> {
     #[derive(Serialize)]
     struct OpenAiLine<'a, B> {
         custom_id: &'a str,
@@ -113,11 +134,11 @@ pub fn encode_line(api: Api, custom_id: &str, request: &ChatRequest<'_>) -> Vec<
             custom_id,
             method: "POST",
             url: OPENAI_LINE_URL,
-            body: openai::request_body(request),
+            body,
         }),
         Api::Anthropic => serde_json::to_vec(&AnthropicLine {
             custom_id,
-            params: anthropic::request_body(request),
+            params: body,
         }),
     };
     line.unwrap_or_default()

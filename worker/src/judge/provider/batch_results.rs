@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::batch::{malformed, str_field, BatchItem, BatchStatus};
 use super::error::clean;
-use super::{anthropic, classify_error, openai, CallError, ProviderClient};
+use super::{anthropic, classify_error, generate, openai, CallError, ProviderClient};
 
 impl ProviderClient {
     /// The results of an ended batch, read as they download: OpenAI's output file then its
@@ -142,7 +142,11 @@ pub(super) fn decode_openai(line: &str) -> Result<(String, BatchItem), String> {
             let body = response["body"].to_string();
             if status == 200 {
                 match openai::parse_response(&body) {
-                    Ok((text, usage)) => BatchItem::Reply { text, usage },
+                    Ok((text, usage)) => BatchItem::Reply {
+                        text,
+                        usage,
+                        model: generate::answering_model(&body),
+                    },
                     Err(m) => BatchItem::Errored {
                         reason: clean(&format!("malformed response: {m}")),
                         retryable: true,
@@ -167,7 +171,11 @@ pub(super) fn decode_anthropic(line: &str) -> Result<(String, BatchItem), String
     let result = &value["result"];
     let item = match result["type"].as_str() {
         Some("succeeded") => match anthropic::parse_response(&result["message"].to_string()) {
-            Ok((text, usage)) => BatchItem::Reply { text, usage },
+            Ok((text, usage)) => BatchItem::Reply {
+                text,
+                usage,
+                model: result["message"]["model"].as_str().map(str::to_owned),
+            },
             Err(m) => BatchItem::Errored {
                 reason: clean(&format!("malformed response: {m}")),
                 retryable: true,

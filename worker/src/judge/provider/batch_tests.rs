@@ -51,10 +51,11 @@ fn lines_are_framed_as_each_api_wants() {
 
 #[test]
 fn anthropic_results_decode_every_type() {
-    let ok = r#"{"custom_id":"a","result":{"type":"succeeded","message":{"content":[{"type":"text","text":"{\"score\":3}"}],"usage":{"input_tokens":5,"output_tokens":2}}}}"#;
+    let ok = r#"{"custom_id":"a","result":{"type":"succeeded","message":{"model":"claude-x","content":[{"type":"text","text":"{\"score\":3}"}],"usage":{"input_tokens":5,"output_tokens":2}}}}"#;
     let (id, item) = decode_anthropic(ok).unwrap();
     assert_eq!(id, "a");
-    assert!(matches!(item, BatchItem::Reply { ref text, .. } if text == "{\"score\":3}"));
+    assert!(matches!(item, BatchItem::Reply { ref text, ref model, .. }
+        if text == "{\"score\":3}" && model.as_deref() == Some("claude-x")));
     let bad = r#"{"custom_id":"b","result":{"type":"errored","error":{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}}}"#;
     assert!(matches!(
         decode_anthropic(bad).unwrap().1,
