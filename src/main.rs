@@ -48,6 +48,8 @@ enum Command {
     Validate(cmd::validate::ValidateArgs),
     /// Write a deterministic synthetic dataset (for demos and benchmarks).
     Generate(cmd::generate::GenerateArgs),
+    /// Write a run's items as Parquet, JSON lines or CSV (for pandas, DuckDB, spreadsheets).
+    Export(cmd::export::ExportArgs),
     /// Write a starter custom suite from a dataset's columns.
     #[command(subcommand)]
     Suite(cmd::suite::SuiteArgs),
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::compare::compare(args, cli.config.as_deref()),
         Command::Validate(args) => cmd::validate::validate(args, cli.config.as_deref()),
         Command::Generate(args) => cmd::generate::generate(args),
+        Command::Export(args) => cmd::export::export(args, cli.config.as_deref()),
         Command::Suite(args) => cmd::suite::suite(args, cli.config.as_deref()),
         Command::FakeProvider(args) => cmd::fake_provider(args),
         Command::Submit(args) => cmd::fleet::submit::run(args, cli.config.as_deref()),

@@ -4,7 +4,7 @@
 //! recomputes every p-value and interval with scipy (`wilcoxon(zero_method="pratt")`,
 //! `ttest_rel`, `binomtest`) and a numpy bootstrap: 1e-6 relative for p-values and t intervals,
 //! Monte-Carlo error for the bootstrap. The Python comes from EVALFLEET_SCIPY_PYTHON (`.ci/run`
-//! makes a venv with scipy and sets it) or target/scipy-venv.
+//! makes a venv with scipy and sets it) or target/scipy-venv (`common::python_with`).
 
 mod common;
 
@@ -15,14 +15,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
 fn python() -> Option<PathBuf> {
-    let candidate = std::env::var_os("EVALFLEET_SCIPY_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| common::root().join("target/scipy-venv/bin/python"));
-    let ok = Command::new(&candidate)
-        .args(["-c", "import scipy, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    ok.then_some(candidate)
+    common::python_with("scipy, numpy")
 }
 
 /// One report in the items shape: a score dimension (1–5, some unscored), a continuous metric,

@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod estimate;
+pub mod export;
 pub mod fleet;
 pub mod generate;
 pub mod judge;

@@ -184,6 +184,19 @@ pub fn available(test: &str, what: &str, present: bool, fix: &str) -> bool {
     false
 }
 
+/// A Python that imports `modules` (e.g. `"scipy, numpy"`): EVALFLEET_SCIPY_PYTHON (`.ci/run`
+/// makes a venv with scipy, numpy and pyarrow and sets it), else target/scipy-venv's.
+pub fn python_with(modules: &str) -> Option<PathBuf> {
+    let candidate = std::env::var_os("EVALFLEET_SCIPY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/scipy-venv/bin/python"));
+    let ok = Command::new(&candidate)
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(candidate)
+}
+
 /// [`available`] for the RabbitMQ management API.
 pub fn management_available(test: &str) -> bool {
     available(

@@ -4,7 +4,8 @@
 //! suite); must not depend on the contracts, the roles or any I/O but writing the report files.
 //!
 //! Report files of a finished run: `report.json`, `summary.md`, `report.html`, `junit.xml`,
-//! and for a target run `outputs.jsonl` (the completed records).
+//! `items.parquet` (every result as a row: `evalfleet-items`), and for a target run
+//! `outputs.jsonl` (the completed records).
 //!
 //! Items are streamed from an [`ItemSource`] in dataset order (the in-process spill file or
 //! Redis), and everything else comes from the run's aggregates, so writing the report of a
@@ -13,6 +14,7 @@
 pub mod aggregate;
 mod heatmap;
 mod html;
+mod items;
 mod json;
 mod junit;
 mod markdown;
@@ -96,6 +98,11 @@ impl ItemSource for Vec<ResultRecord> {
 pub enum ReportError {
     #[error("cannot write '{path}': {source}")]
     Write { path: PathBuf, source: io::Error },
+    #[error("cannot write '{path}': {source}")]
+    Items {
+        path: PathBuf,
+        source: evalfleet_items::ItemsError,
+    },
     #[error("cannot read the run's results: {0}")]
     Source(String),
 }
@@ -131,8 +138,8 @@ impl ReportInput<'_> {
     }
 }
 
-/// Writes the four report files into `dir` (created if missing), and `outputs.jsonl` for a
-/// target run, and returns their paths.
+/// Writes the four report files and `items.parquet` into `dir` (created if missing), and
+/// `outputs.jsonl` for a target run, and returns their paths.
 pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
         path: dir.to_owned(),
@@ -149,7 +156,9 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
         .target
         .is_some()
         .then(|| dir.join(outputs::FILE_NAME));
+    let items_path = dir.join(evalfleet_items::FILE_NAME);
     std::thread::scope(|scope| {
+        let items_path = &items_path;
         let mut writers: Vec<_> = ReportFile::ALL
             .into_iter()
             .zip(&paths)
@@ -158,11 +167,13 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
         if let Some(path) = &outputs {
             writers.push(scope.spawn(move || write_file(path, |w| outputs::write(w, input.items))));
         }
+        writers.push(scope.spawn(move || items::write(&items_path, input)));
         writers.into_iter().try_for_each(|w| {
             w.join()
                 .unwrap_or_else(|_| Err(ReportError::Source("a report writer panicked".into())))
         })
     })?;
+    paths.push(dir.join(evalfleet_items::FILE_NAME));
     paths.extend(outputs);
     Ok(paths)
 }
