@@ -16,7 +16,7 @@ mod heatmap;
 mod html;
 mod items;
 mod json;
-mod junit;
+pub(crate) mod junit;
 mod markdown;
 pub mod outputs;
 mod recommend;

@@ -120,13 +120,25 @@ fn numbers_agree_across_json_markdown_and_junit() {
         "{md}"
     );
     assert!(md.contains("| Passed | 2 of 4 (50.0%) |"), "{md}");
+    // The items, then the run gates and the groups as test cases.
     assert!(
         junit.contains(
-            "<testsuites name=\"evalfleet\" tests=\"5\" failures=\"1\" errors=\"1\" skipped=\"1\""
+            "<testsuite name=\"support-judge\" id=\"run-1\" tests=\"5\" failures=\"1\" errors=\"1\" skipped=\"1\""
         ),
         "{junit}"
     );
-    assert_eq!(junit.matches("<testcase ").count(), 5);
+    let items = &junit[..junit.find("</testsuite>").unwrap()];
+    assert_eq!(items.matches("<testcase ").count(), 5);
+    assert!(junit.contains(
+        "<testcase classname=\"support-judge.run_gates\" name=\"min_pass_rate\" time=\"0.000\">\n      <failure type=\"run_gate\" message=\"min_pass_rate = 0.5000 (threshold 0.75)\">"
+    ), "{junit}");
+    assert!(
+        junit.contains(
+            "<testcase classname=\"support-judge.by_model\" name=\"model=gpt-4o\" time=\"0.000\"/>"
+        ),
+        "{junit}"
+    );
+    assert!(junit.contains("<failure type=\"group\" message=\"pass rate 0.5000 below min_pass_rate 0.75 (1 of 2 passed)\">"));
     assert!(junit.contains("name=\"b&lt;&amp;&gt;\""));
     assert!(junit.contains("<failure type=\"gate\" message=\"low_relevance, poor_tone\">"));
     assert_eq!(json["aggregates"]["overall"]["passed"], 2);
@@ -203,5 +215,48 @@ fn report_json_lists_every_outcome_in_dataset_order_from_one_pass() {
     assert_eq!(
         json["skipped"][1],
         serde_json::json!({"line": 5, "reason": "bad", "id": "e4"})
+    );
+}
+
+#[test]
+fn a_large_runs_junit_lists_only_a_bounded_number_of_items_that_did_not_pass() {
+    let suite = Suite::builtin(SuiteKind::SupportJudge);
+    let n = junit::MAX_ITEM_CASES + 30;
+    // Every third item fails its relevance gate; the rest pass.
+    let recs: Vec<ResultRecord> = (0..n)
+        .map(|i| {
+            let r = if i % 3 == 0 { 1.0 } else { 5.0 };
+            support_record(i, &format!("t{i}"), "gpt-4o", "v1.0", Some(r), Some(5.0))
+        })
+        .collect();
+    let not_passing = recs.iter().filter(|r| !r.passed).count() as u64;
+    assert!(
+        not_passing < junit::MAX_ITEM_CASES,
+        "fewer than the bound: every one listed"
+    );
+    let (_, _, junit, _) = render_all(&suite, recs);
+    let items = &junit[..junit.find("</testsuite>").unwrap()];
+    assert_eq!(items.matches("<testcase ").count() as u64, not_passing);
+    assert!(
+        !items.contains("name=\"t1\""),
+        "a passing item is not listed"
+    );
+    assert!(!junit.contains("more items that did not pass"));
+
+    // More items that did not pass than the bound: the first ones, and a case for the rest.
+    let recs: Vec<ResultRecord> = (0..n)
+        .map(|i| support_record(i, &format!("t{i}"), "gpt-4o", "v1.0", Some(1.0), Some(5.0)))
+        .collect();
+    let (_, _, junit, _) = render_all(&suite, recs);
+    let items = &junit[..junit.find("</testsuite>").unwrap()];
+    assert_eq!(
+        items.matches("<testcase ").count() as u64,
+        junit::MAX_ITEM_CASES + 1
+    );
+    assert!(items.contains(&format!("name=\"t{}\"", junit::MAX_ITEM_CASES - 1)));
+    assert!(!items.contains(&format!("name=\"t{}\"", junit::MAX_ITEM_CASES)));
+    assert!(
+        items.contains("message=\"30 more items did not pass"),
+        "the rest are counted"
     );
 }
