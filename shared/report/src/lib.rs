@@ -20,7 +20,7 @@ pub(crate) mod junit;
 mod markdown;
 pub mod outputs;
 mod recommend;
-mod viewer;
+pub(crate) mod viewer;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

@@ -260,3 +260,75 @@ fn a_large_runs_junit_lists_only_a_bounded_number_of_items_that_did_not_pass() {
         "the rest are counted"
     );
 }
+
+/// The items `report.html` embeds.
+fn embedded_items(html: &str) -> Vec<Value> {
+    let start = html.find("id=\"items\">").unwrap() + "id=\"items\">".len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
+}
+
+#[test]
+fn a_large_runs_page_holds_the_worst_items_of_each_tag_and_an_even_sample() {
+    let suite = Suite::builtin(SuiteKind::SupportJudge);
+    let n = viewer::EMBEDDED_ITEMS * 3 + 7;
+    // Items 1000, 1001, 1002 (not on any stride) fail their relevance gate.
+    let recs: Vec<ResultRecord> = (0..n)
+        .map(|i| {
+            let r = if (1000..1003).contains(&i) { 1.0 } else { 5.0 };
+            support_record(i, &format!("t{i}"), "gpt-4o", "v1.0", Some(r), Some(5.0))
+        })
+        .collect();
+    let (_, _, _, html) = render_all(&suite, recs);
+    let held = embedded_items(&html);
+    assert!(
+        held.len() as u64 <= viewer::EMBEDDED_ITEMS,
+        "{}",
+        held.len()
+    );
+    assert!(
+        held.len() as u64 > viewer::EMBEDDED_ITEMS * 9 / 10,
+        "{}",
+        held.len()
+    );
+    let indexes: Vec<u64> = held.iter().map(|i| i["index"].as_u64().unwrap()).collect();
+    for worst in 1000..1003 {
+        assert!(indexes.contains(&worst), "the worst item {worst} is held");
+    }
+    assert!(indexes.windows(2).all(|w| w[0] < w[1]), "in dataset order");
+    assert!(
+        *indexes.last().unwrap() > n - 10,
+        "the sample spans the run"
+    );
+    assert!(html.contains(&format!(
+        "of the run's {n} items: the worst items of each failure tag"
+    )));
+    assert!(html.len() < 20 << 20);
+}
+
+#[test]
+fn a_page_never_holds_more_than_its_bytes_of_items() {
+    let suite = Suite::builtin(SuiteKind::SupportJudge);
+    // 2,000 items of 10 KB each: 20 MB of items, more than the page takes.
+    let recs: Vec<ResultRecord> = (0..2000u64)
+        .map(|i| {
+            let mut r = support_record(i, &format!("t{i}"), "gpt-4o", "v1.0", Some(5.0), Some(5.0));
+            r.details.insert(
+                "inputs".into(),
+                serde_json::json!({"response": "x".repeat(10_000)}),
+            );
+            r
+        })
+        .collect();
+    let (_, _, _, html) = render_all(&suite, recs);
+    let held = embedded_items(&html).len();
+    assert!((1000..2000).contains(&held), "{held}");
+    assert!(
+        html.len() < viewer::EMBEDDED_BYTES + (1 << 20),
+        "{}",
+        html.len()
+    );
+    assert!(html.contains(&format!(
+        "This page holds {held} of the run's 2000 items: the first ones that fit"
+    )));
+}

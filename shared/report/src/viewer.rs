@@ -3,10 +3,14 @@
 //! item's inputs, verdicts, metrics and fail tags on a click. Everything stays in the file: no
 //! network, no library.
 //!
-//! A page holds at most [`EMBEDDED_ITEMS`] items (the first ones, in dataset order) and says so
-//! when it holds fewer than the run has: a browser stays fast with 20,000 rows, and the writer
-//! streams them, so a 10^6-item run costs the page no more memory than a small one. Every item
-//! stays in `report.json`.
+//! A page opens at any run size: it holds every item of a run of up to [`EMBEDDED_ITEMS`];
+//! above that, the worst items of each failure tag (those the report names) and an even sample
+//! of the rest (spread over the dataset's order), at most [`EMBEDDED_ITEMS`] in all; and never
+//! more than [`EMBEDDED_BYTES`] of items whatever their size. It says so when it holds fewer
+//! items than the run has. The writer streams them, so a 10^7-item run costs the page no more
+//! memory than a small one; every item is in `items.parquet` (and `evalfleet export`).
+
+use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
@@ -18,33 +22,93 @@ use super::{ReportError, ReportInput, Sink};
 /// Items embedded in one page at most.
 pub const EMBEDDED_ITEMS: u64 = 20_000;
 
+/// Bytes of items embedded in one page at most: the page stays well under 20 MB even when each
+/// item carries a long trace.
+pub const EMBEDDED_BYTES: usize = 12 << 20;
+
 const SCRIPT: &str = include_str!("assets/viewer.js");
+
+/// Which items a page holds.
+struct Selection {
+    /// The worst items of each failure tag, by index.
+    worst: HashSet<u64>,
+    /// An even sample of `room` of the run's `total` items besides (every item when they are
+    /// equal).
+    room: u64,
+    total: u64,
+}
+
+impl Selection {
+    fn of(input: &ReportInput<'_>) -> Self {
+        let total = input.agg.totals.examples;
+        if total <= EMBEDDED_ITEMS {
+            return Selection {
+                worst: HashSet::new(),
+                room: total,
+                total,
+            };
+        }
+        let worst: HashSet<u64> = (input.agg.worst.values().flatten())
+            .map(|w| w.index)
+            .collect();
+        Selection {
+            room: EMBEDDED_ITEMS.saturating_sub(worst.len() as u64),
+            worst,
+            total,
+        }
+    }
+
+    /// Whether the page holds item `index`: one of the worst, or where the sample's count
+    /// steps up (exactly `room` of `total` indexes, evenly spread).
+    fn holds(&self, index: u64) -> bool {
+        let step = |i: u64| u128::from(i) * u128::from(self.room) / u128::from(self.total.max(1));
+        step(index + 1) > step(index) || self.worst.contains(&index)
+    }
+
+    fn sampled(&self) -> bool {
+        self.room < self.total
+    }
+}
 
 /// The items section: its controls, the data, and the script that renders them.
 pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
     let total = input.agg.totals.examples;
+    let selection = Selection::of(input);
     w.put("<h2>Items</h2>\n")?;
-    if total > EMBEDDED_ITEMS {
-        w.put(&format!(
-            "<p class=\"note\" id=\"capped\">This page holds the first {EMBEDDED_ITEMS} of {total} items; every item is in <code>report.json</code>.</p>\n"
-        ))?;
-    }
     w.put("<div id=\"controls\"></div><p class=\"meta\"><span id=\"count\"></span> · <button id=\"prev\">‹ previous</button> <span id=\"page\"></span> <button id=\"next\">next ›</button></p>\n<div class=\"scroll\"><table id=\"items-table\"></table></div>\n<aside id=\"detail\" hidden></aside>\n")?;
     w.put("<script type=\"application/json\" id=\"meanings\">")?;
     w.put(&safe_json(&meanings(input.suite)))?;
     w.put("</script>\n<script type=\"application/json\" id=\"items\">[")?;
-    let mut n = 0u64;
+    let (mut n, mut bytes) = (0u64, 0usize);
     input.items.for_each_item(None, &mut |rec| {
-        if n >= EMBEDDED_ITEMS {
+        let worst = selection.worst.contains(&rec.index);
+        if !selection.holds(rec.index) || (n >= EMBEDDED_ITEMS && !worst) {
+            return Ok(());
+        }
+        let json = safe_json(&item(rec));
+        // The worst items are always held: the report names them.
+        if bytes + json.len() > EMBEDDED_BYTES && !worst {
             return Ok(());
         }
         if n > 0 {
             w.put(",")?;
         }
         n += 1;
-        w.put(&safe_json(&item(rec)))
+        bytes += json.len();
+        w.put(&json)
     })?;
-    w.put("]</script>\n<script>")?;
+    w.put("]</script>\n")?;
+    if n < total {
+        let what = if selection.sampled() {
+            "the worst items of each failure tag and an even sample of the rest"
+        } else {
+            "the first ones that fit"
+        };
+        w.put(&format!(
+            "<p class=\"note\" id=\"capped\">This page holds {n} of the run's {total} items: {what}. Every item is in <code>items.parquet</code> (<code>evalfleet export</code>) and <code>report.json</code>.</p>\n"
+        ))?;
+    }
+    w.put("<script>")?;
     w.put(SCRIPT)?;
     w.put("</script>\n")
 }
