@@ -277,7 +277,7 @@ async fn generate(
         .await
         .map_err(|not| match not.awaiting {
             Some(question) => Evaluated {
-                processed: Processed::Awaiting(vec![question]),
+                processed: Processed::Awaiting(vec![*question]),
                 deferred: Deferred::default(),
             },
             None => failed(not.reason, not.call),

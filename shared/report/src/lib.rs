@@ -167,7 +167,7 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
         if let Some(path) = &outputs {
             writers.push(scope.spawn(move || write_file(path, |w| outputs::write(w, input.items))));
         }
-        writers.push(scope.spawn(move || items::write(&items_path, input)));
+        writers.push(scope.spawn(move || items::write(items_path, input)));
         writers.into_iter().try_for_each(|w| {
             w.join()
                 .unwrap_or_else(|_| Err(ReportError::Source("a report writer panicked".into())))
