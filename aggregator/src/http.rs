@@ -2,6 +2,12 @@
 //! `/runs/{a}/compare/{b}`, `/metrics`, `/healthz`, `/readyz`. Everything is read from the run
 //! registry and the result store (Redis in the fleet) and the report from the reports directory,
 //! so any aggregator answers for any run, and a restarted one answers at once.
+//!
+//! With an [`ApiToken`] the run routes require `Authorization: Bearer <token>` ([`auth`]); the
+//! probes and `/metrics` stay open (orchestrators and Prometheus call them without credentials,
+//! and they reveal no user data).
+
+pub mod auth;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,32 +23,48 @@ use serde_json::json;
 
 use tokio_util::sync::CancellationToken;
 
+pub use auth::ApiToken;
+
 /// What the API reads: the run registry and the results' counts.
 pub trait Runs: RunRegistry + ResultStore {}
 
 impl<S: RunRegistry + ResultStore> Runs for S {}
 
-pub fn router<S: Runs>(runs_of: Arc<S>) -> Router {
-    Router::new()
+/// The API; with `token`, every route but `/metrics`, `/healthz` and `/readyz` requires it.
+pub fn router<S: Runs>(runs_of: Arc<S>, token: Option<ApiToken>) -> Router {
+    let protected = Router::new()
         .route("/runs", get(runs::<S>))
         .route("/runs/{id}", get(run::<S>))
         .route("/runs/{id}/report", get(report::<S>))
-        .route("/runs/{base}/compare/{new}", get(compare::<S>))
+        .route("/runs/{base}/compare/{new}", get(compare::<S>));
+    let protected = match token {
+        Some(token) => protected.route_layer(auth::layer(token)),
+        None => protected,
+    };
+    let open = Router::new()
         .route("/metrics", get(prometheus_text))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready::<S>))
-        .with_state(runs_of)
+        .route("/readyz", get(ready::<S>));
+    protected.merge(open).with_state(runs_of)
 }
 
-/// Serves the API on `addr` until `shutdown` is cancelled.
+/// Serves the API on the first of `addrs` that can be bound until `shutdown` is cancelled;
+/// with `token`, as [`router`] says.
 pub async fn serve<S: Runs>(
-    addr: SocketAddr,
+    addrs: Vec<SocketAddr>,
     runs_of: Arc<S>,
+    token: Option<ApiToken>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    tracing::info!(%addr, "aggregator HTTP API listening");
-    axum::serve(listener, router(runs_of))
+    let listener = tokio::net::TcpListener::bind(addrs.as_slice()).await?;
+    let addr = listener.local_addr()?;
+    let auth = if token.is_some() {
+        "bearer token"
+    } else {
+        "none"
+    };
+    tracing::info!(%addr, auth, "aggregator HTTP API listening");
+    axum::serve(listener, router(runs_of, token))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }
