@@ -180,3 +180,88 @@ fn export_streams_the_items_as_json_lines_csv_or_parquet() {
     missing.assert_code(2);
     assert!(missing.stderr.contains("no-such-run"), "{}", missing.stderr);
 }
+
+/// `compare.json` without what names the files compared.
+fn comparable_comparison(dir: &Path) -> Value {
+    let mut c = common::read_json(&dir.join("compare.json"));
+    for side in ["base", "new"] {
+        c[side].as_object_mut().map(|s| s.remove("path"));
+    }
+    c
+}
+
+/// Above `reports.inline_items`, report.json names items.parquet instead of listing the items,
+/// and `compare` (flips with their reasonings included) reads it to the same comparison.
+#[test]
+fn a_report_too_large_to_list_names_its_parquet_and_compares_the_same() {
+    let dir = tempdir();
+    let run = |seed: &str, inline: &str| {
+        let data = dir.path().join(format!("data-{seed}.jsonl"));
+        if !data.exists() {
+            let generated = evalfleet(&[
+                "generate",
+                "support-judge",
+                "-n",
+                "300",
+                "--seed",
+                seed,
+                "--out",
+                data.to_str().unwrap(),
+            ]);
+            generated.assert_code(0);
+        }
+        let out = dir.path().join(format!("run-{seed}-{inline}"));
+        let run = common::evalfleet_with_env(
+            &[
+                "run",
+                data.to_str().unwrap(),
+                "--run-id",
+                &format!("r{seed}"),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &[("EVALFLEET_REPORTS__INLINE_ITEMS", inline)],
+        );
+        run.assert_no_panic();
+        out
+    };
+    let (base_listed, new_listed) = (run("1", "100000"), run("2", "100000"));
+    let (base_named, new_named) = (run("1", "100"), run("2", "100"));
+
+    let named = common::read_json(&base_named.join("report.json"));
+    assert_eq!(named["items_file"], "items.parquet");
+    for list in ["results", "items", "skipped", "failed"] {
+        assert!(named.get(list).is_none(), "{list} is not listed");
+    }
+    let listed = common::read_json(&base_listed.join("report.json"));
+    assert_eq!(named["aggregates"], listed["aggregates"]);
+    assert_eq!(named["totals"], listed["totals"]);
+    assert_eq!(listed["results"].as_array().unwrap().len(), 300);
+
+    let compare = |base: &Path, new: &Path, out: &str| {
+        let out = dir.path().join(out);
+        let c = evalfleet(&[
+            "compare",
+            base.to_str().unwrap(),
+            new.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        c.assert_no_panic();
+        (c.code, comparable_comparison(&out))
+    };
+    let (code, from_lists) = compare(&base_listed, &new_listed, "c-listed");
+    let (named_code, from_parquet) = compare(&base_named, &new_named, "c-named");
+    assert_eq!(code, named_code);
+    assert!(
+        !from_lists["flips"]["pass_to_fail"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "different seeds flip items: {from_lists}"
+    );
+    assert_eq!(from_parquet, from_lists);
+    // Either form against the other.
+    let (_, mixed) = compare(&base_listed, &new_named, "c-mixed");
+    assert_eq!(mixed, from_lists);
+}

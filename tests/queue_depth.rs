@@ -65,6 +65,7 @@ async fn aggregator(depths: QueueDepthReader) -> Aggregator<RedisStore, QueueDep
     .expect("Redis on 127.0.0.1:6379");
     let opts = AggregatorOptions {
         reports_dir: std::env::temp_dir(),
+        inline_items: 100_000,
         consumer: "depth-test".into(),
         claim_after: Duration::from_secs(30),
     };

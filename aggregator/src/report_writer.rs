@@ -16,7 +16,14 @@ pub struct Written {
     pub summary: String,
 }
 
-/// Writes the reports of `meta`'s run into `dir`. `incremental` are the aggregates folded
+/// Where and how a run's reports are written.
+pub struct Destination<'a> {
+    pub dir: &'a Path,
+    /// `reports.inline_items`.
+    pub inline_items: u64,
+}
+
+/// Writes the reports of `meta`'s run into `to.dir`. `incremental` are the aggregates folded
 /// while the run went, when they hold every result; otherwise they are rebuilt from `items`
 /// in one streaming pass (after an aggregator restart, or with several aggregators).
 pub fn write_run_reports(
@@ -24,9 +31,10 @@ pub fn write_run_reports(
     meta: &RunMeta,
     incremental: Option<RunAggregator>,
     items: &(dyn ItemSource + Sync),
-    dir: &Path,
+    to: Destination<'_>,
     finished_at: jiff::Timestamp,
 ) -> Result<Written, String> {
+    let dir = to.dir;
     let agg = match incremental {
         Some(agg) => agg,
         None => {
@@ -58,6 +66,7 @@ pub fn write_run_reports(
         suite: &spec.suite,
         agg: &agg,
         items,
+        inline_items: to.inline_items,
     };
     evalfleet_report::write_all(dir, &input).map_err(|e| e.to_string())?;
     // The summary `evalfleet report` prints is the file just written (rendering it again would
@@ -77,6 +86,13 @@ mod tests {
     use evalfleet_model::record::ResultRecord;
 
     use super::*;
+
+    fn to(dir: &tempfile::TempDir) -> Destination<'_> {
+        Destination {
+            dir: dir.path(),
+            inline_items: 100_000,
+        }
+    }
     use crate::fold::tests::spec;
 
     fn meta() -> RunMeta {
@@ -114,7 +130,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let finished = "2026-11-24T00:01:00Z".parse().unwrap();
         let written =
-            write_run_reports(&spec(), &meta(), None, &items(), dir.path(), finished).unwrap();
+            write_run_reports(&spec(), &meta(), None, &items(), to(&dir), finished).unwrap();
         for f in ReportFile::ALL {
             assert!(
                 dir.path().join(f.file_name()).is_file(),
@@ -141,7 +157,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let agg = RunAggregator::new(&spec().suite);
         let finished = jiff::Timestamp::now();
-        write_run_reports(&spec(), &meta(), Some(agg), &items(), dir.path(), finished).unwrap();
+        write_run_reports(&spec(), &meta(), Some(agg), &items(), to(&dir), finished).unwrap();
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
                 .unwrap();

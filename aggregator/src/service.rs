@@ -21,7 +21,7 @@ use evalfleet_suites::spec::RunSpec;
 
 use crate::fold::{worth_following, Folding};
 use crate::metrics::metrics;
-use crate::report_writer::{write_run_reports, Written};
+use crate::report_writer::{write_run_reports, Destination, Written};
 use crate::{completion, gauges, queue_gauges, AggregatorError};
 use tokio_util::sync::CancellationToken;
 
@@ -42,6 +42,8 @@ pub const GROUP: &str = "aggregators";
 
 pub struct AggregatorOptions {
     pub reports_dir: PathBuf,
+    /// `reports.inline_items`: above this many results, report.json names items.parquet.
+    pub inline_items: u64,
     /// This aggregator's name in the consumer group (host and pid by default).
     pub consumer: String,
     /// Entries unacked this long by another aggregator are taken over.
@@ -246,15 +248,20 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
         let dir = self.opts.reports_dir.join(&run);
         let writing = Instant::now();
         let target = dir.clone();
+        let inline_items = self.opts.inline_items;
         let written = tokio::task::spawn_blocking(move || -> Result<Written, String> {
             let finished_at = jiff::Timestamp::now();
+            let to = Destination {
+                dir: &target,
+                inline_items,
+            };
             match kept {
                 Some(items) => {
-                    write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
+                    write_run_reports(&spec, &meta, incremental, &items, to, finished_at)
                 }
                 None => {
                     let items = store.items(&meta.id, total).map_err(|e| e.to_string())?;
-                    write_run_reports(&spec, &meta, incremental, &items, &target, finished_at)
+                    write_run_reports(&spec, &meta, incremental, &items, to, finished_at)
                 }
             }
         })

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::pair::Pairing;
-use crate::read::{read_items_at, Kind, Report, SEED_OTHER_KEYS};
+use crate::read::{read_items_at, read_rows_at, ItemsAt, Kind, Report, SEED_OTHER_KEYS};
 use crate::CompareError;
 
 /// Where a reasoning sits in the spill file.
@@ -229,8 +229,8 @@ pub(crate) fn collect(
 /// each, a thread per file) into the spill file.
 pub(crate) fn add_details(
     flips: &mut Flips,
-    base_path: &std::path::Path,
-    new_path: &std::path::Path,
+    base_path: &ItemsAt,
+    new_path: &ItemsAt,
 ) -> Result<(), CompareError> {
     if flips.pass_to_fail.is_empty() && flips.fail_to_pass.is_empty() {
         return Ok(());
@@ -260,7 +260,7 @@ pub(crate) fn add_details(
 
 /// One report's second pass: each wanted side's details, as JSON, into the spill file.
 fn fill(
-    path: &std::path::Path,
+    path: &ItemsAt,
     mut sides: Vec<&mut Side>,
     scores: &[String],
     metrics: &[String],
@@ -281,7 +281,13 @@ fn fill(
         side.details = Some(spill.put(&json)?);
         Ok(())
     };
-    read_items_at(path, &wanted, &mut found)
+    match path {
+        ItemsAt::Json(path) => read_items_at(path, &wanted, &mut found),
+        ItemsAt::Parquet(path) => {
+            let indexes: Vec<u64> = wanted.iter().map(|(index, _)| *index).collect();
+            read_rows_at(path, &indexes, &mut found)
+        }
+    }
 }
 
 /// A side's details from its item as the report has it: scores under `scores` (result

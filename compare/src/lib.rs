@@ -221,9 +221,10 @@ pub fn compare(base: &Path, new: &Path, opts: &Options) -> Result<Comparison, Co
     };
     let (base_side, new_side) = (side(&b), side(&n));
     let max_drop_overrides = n.suite.compare.max_drop.clone();
+    let (base_items, new_items) = (b.items_at(), n.items_at());
     // The reports' columns are no longer needed: free them before the flips' second pass.
     drop((b, n));
-    flips::add_details(&mut flips, base, new)?;
+    flips::add_details(&mut flips, &base_items, &new_items)?;
     phase("flips");
     Ok(Comparison {
         verdict: Verdict {

@@ -65,7 +65,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = super::config_and_suite(config, &args.suite)?;
     args.judges.apply(&mut config);
     if args.estimate {
-        let targets = args.target.estimators(&config, &suite, args.judges.judge)?;
+        let targets = args.target.estimators(&config, &suite)?;
         return super::estimate::print_estimate(
             &args.dataset,
             args.format,
@@ -75,7 +75,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         );
     }
     let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
-    let found = args.target.found(&config, &suite, args.judges.judge)?;
+    let found = args.target.found(&config, &suite)?;
     // What the process's judges and targets share: one cache (verdicts and replies, as the
     // fleet's Redis) and one `RateLimit` per limit.
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
@@ -249,6 +249,7 @@ fn run_one(
         suite: &suite,
         agg: &agg,
         items: store.as_ref(),
+        inline_items: config.reports.inline_items,
     };
     let paths = write_reports(out, &input)?;
     print_summary(&input, &paths);

@@ -37,6 +37,8 @@ pub(super) struct Builder {
     pub(super) run_id: Option<String>,
     pub(super) config: Option<Value>,
     pub(super) saw_items: bool,
+    /// `items_file`: the report names its items' Parquet file instead of listing them.
+    pub(super) items_file: Option<String>,
     pub(super) ids: Vec<Box<str>>,
     pub(super) passed: Vec<u8>,
     pub(super) overall: Vec<f64>,

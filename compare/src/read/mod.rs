@@ -29,11 +29,13 @@ use visit::{Parse, TopLevel};
 mod borrowed;
 mod builder;
 mod items_at;
+mod parquet;
 mod resolve;
 mod split;
 mod visit;
 
 pub(crate) use items_at::read_items_at;
+pub(crate) use parquet::read_rows_at;
 pub use resolve::resolve;
 pub(crate) use visit::SEED_OTHER_KEYS;
 
@@ -93,9 +95,21 @@ pub(crate) struct Report {
     pub group_values: Vec<String>,
     /// Ids of the items whose evaluation failed (the report's `failed` list).
     pub failed: Vec<Box<str>>,
-    /// Each item's byte offset in the file (of its `{`) and its length in bytes.
+    /// Each item's byte offset in the file (of its `{`) and its length in bytes; for items
+    /// read from `items_file`, its dataset index and 0.
     pub offsets: Vec<u64>,
     pub lens: Vec<u32>,
+    /// The items' Parquet file, when the report names one instead of listing them.
+    pub items_file: Option<PathBuf>,
+}
+
+/// Where pass 2 reads a report's items again.
+#[derive(Debug, Clone)]
+pub(crate) enum ItemsAt {
+    /// Whole, from their byte spans in report.json.
+    Json(PathBuf),
+    /// By dataset index, from items.parquet.
+    Parquet(PathBuf),
 }
 
 impl Report {
@@ -107,6 +121,14 @@ impl Report {
     pub(crate) fn group_value(&self, key: &str, item: usize) -> Option<&str> {
         let v = *self.group_fields.get(key)?.get(item)?;
         self.group_values.get(v as usize).map(String::as_str)
+    }
+
+    /// Where pass 2 reads this report's items.
+    pub(crate) fn items_at(&self) -> ItemsAt {
+        match &self.items_file {
+            Some(file) => ItemsAt::Parquet(file.clone()),
+            None => ItemsAt::Json(self.path.clone()),
+        }
     }
 
     pub(crate) fn column(&self, kind: Kind, name: &str) -> Option<&Column> {
@@ -140,7 +162,7 @@ pub(crate) fn read_report(path: &Path) -> Result<Report, CompareError> {
         path: path.to_owned(),
         message,
     };
-    let config = b.config.ok_or_else(|| {
+    let config = b.config.take().ok_or_else(|| {
         invalid("it has no `config` (the suite it ran): is it an evalfleet report.json?".into())
     })?;
     let suite: SuiteView = serde_json::from_value(config)
@@ -150,6 +172,14 @@ pub(crate) fn read_report(path: &Path) -> Result<Report, CompareError> {
             "it has neither `results` nor `items`: is it an evalfleet report.json?".into(),
         ));
     }
+    let items_file = match b.items_file.take() {
+        Some(name) => {
+            let file = path.with_file_name(&name);
+            parquet::read_items(&file, &mut b)?;
+            Some(file)
+        }
+        None => None,
+    };
     let n = b.ids.len();
     for c in &mut b.columns {
         c.values.resize(n, f64::NAN);
@@ -170,6 +200,7 @@ pub(crate) fn read_report(path: &Path) -> Result<Report, CompareError> {
         failed: b.failed,
         offsets: b.offsets,
         lens: b.lens,
+        items_file,
     })
 }
 

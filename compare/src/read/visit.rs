@@ -90,6 +90,10 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
                         .map(|f| f.id.into_boxed_str())
                         .collect();
                 }
+                "items_file" => {
+                    self.b.saw_items = true;
+                    self.b.items_file = Some(map.next_value()?);
+                }
                 "config" => self.b.config = Some(map.next_value()?),
                 _ => {
                     map.next_value::<IgnoredAny>()?;

@@ -48,9 +48,29 @@ pub struct Config {
     pub judges: JudgeConfig,
     /// The fleet: broker, store, worker settings.
     pub fleet: FleetConfig,
+    /// How reports are written.
+    pub reports: ReportsConfig,
     /// What the configuration's reader has to say once (a key read from its old place).
     #[serde(skip)]
     pub notices: Vec<String>,
+}
+
+/// How reports are written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportsConfig {
+    /// Above this many results, `report.json` carries the aggregates and
+    /// `"items_file": "items.parquet"` instead of its item lists (the items are all in
+    /// `items.parquet`): a report every reader can open at any run size.
+    pub inline_items: u64,
+}
+
+impl Default for ReportsConfig {
+    fn default() -> Self {
+        ReportsConfig {
+            inline_items: 100_000,
+        }
+    }
 }
 
 /// Where the fleet's RabbitMQ and Redis are and how its roles behave.
@@ -143,6 +163,7 @@ impl Default for Config {
             providers: JudgeConfig::default().providers,
             judges: JudgeConfig::default(),
             fleet: FleetConfig::default(),
+            reports: ReportsConfig::default(),
             notices: Vec::new(),
         }
     }
@@ -161,7 +182,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 9] = [
     "suites_dir",
     "model_prefixes",
     "concurrency",
@@ -170,6 +191,7 @@ const KEYS: [&str; 8] = [
     "providers",
     "judges",
     "fleet",
+    "reports",
 ];
 
 /// The notice for providers configured in their old place.
@@ -419,7 +441,7 @@ mod tests {
             names.push(target.name().to_owned());
         }
         names.sort();
-        assert_eq!(names, ["demo-agent", "support-bot"]);
+        assert_eq!(names, ["demo-agent", "log-analyst", "support-bot"]);
     }
 
     #[test]

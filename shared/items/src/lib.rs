@@ -9,12 +9,14 @@
 
 mod columns;
 mod export;
+mod reader;
 mod writer;
 
 use std::path::{Path, PathBuf};
 
 pub use columns::ItemsLayout;
 pub use export::{export, ExportFormat};
+pub use reader::{read_rows, ItemRow};
 pub use writer::{ItemsWriter, ROWS_PER_GROUP};
 
 /// The item table's file name in a report directory.

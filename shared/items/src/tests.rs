@@ -173,3 +173,50 @@ fn export_writes_json_lines_and_csv() {
     export(file.path(), ExportFormat::Parquet, &mut copy).unwrap();
     assert_eq!(copy, std::fs::read(file.path()).unwrap());
 }
+
+#[test]
+fn rows_read_back_with_their_figures_and_reasonings_when_asked() {
+    let file = write(&[
+        ok(0),
+        ResultRecord::skipped("r", "s", 1, Some(2), String::new(), "bad".into()),
+    ]);
+    let mut rows = Vec::new();
+    read_rows(file.path(), true, &mut |r| {
+        rows.push(r);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(rows.len(), 2);
+    let first = &rows[0];
+    assert_eq!(
+        (first.index, first.id.as_str(), first.status.as_str()),
+        (0, "t0", "ok")
+    );
+    assert_eq!(first.passed, Some(true));
+    assert_eq!(
+        first.scores,
+        vec![(
+            "relevance".to_owned(),
+            Some(4.0),
+            Some("on topic, \"quoted\"".to_owned())
+        )]
+    );
+    assert_eq!(first.metrics, vec![("f1".to_owned(), Some(0.5))]);
+    assert_eq!(
+        first.groups,
+        vec![("model".to_owned(), Some("gpt-4o".to_owned()))]
+    );
+    assert_eq!(rows[1].status, "skipped");
+    assert_eq!(rows[1].passed, None);
+
+    let mut without = Vec::new();
+    read_rows(file.path(), false, &mut |r| {
+        without.push(r);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(
+        without[0].scores,
+        vec![("relevance".to_owned(), Some(4.0), None)]
+    );
+}

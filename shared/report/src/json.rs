@@ -23,10 +23,7 @@ pub fn group_key(parts: &[String]) -> String {
 
 pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
     let ReportInput {
-        info,
-        suite,
-        agg,
-        items,
+        info, suite, agg, ..
     } = *input;
     w.put("{\"run\":")?;
     w.json(info)?;
@@ -34,6 +31,32 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     w.json(&agg.totals)?;
     w.put(",\"gates\":")?;
     w.json(&json!({"passed": input.gates_passed(), "checks": input.gate_checks()}))?;
+    if input.items_inline() {
+        write_item_lists(w, input)?;
+    } else {
+        // A run too large to list: every result is a row of items.parquet.
+        w.put(",\"items_file\":")?;
+        w.json(evalfleet_items::FILE_NAME)?;
+    }
+    w.put(",\"aggregates\":")?;
+    w.json(&aggregates(suite, agg))?;
+    w.put(",\"judge\":")?;
+    w.json(&judge_block(info, agg))?;
+    if let Some(target) = &agg.target {
+        w.put(",\"target\":")?;
+        w.json(&target.summary())?;
+    }
+    w.put(",\"recommendations\":")?;
+    w.json(&recommendations(suite, agg))?;
+    w.put(",\"config\":")?;
+    w.json(suite)?;
+    w.put("}\n")
+}
+
+/// The items (`results` in the seed's shape for support-judge, else `items`), then the
+/// `skipped` and `failed` lists.
+fn write_item_lists(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), ReportError> {
+    let (suite, items) = (input.suite, input.items);
     let items_key = if suite.kind == SuiteKind::SupportJudge {
         "results"
     } else {
@@ -61,19 +84,7 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     skipped.copy_into(w)?;
     w.put("],\"failed\":[")?;
     failed.copy_into(w)?;
-    w.put("],\"aggregates\":")?;
-    w.json(&aggregates(suite, agg))?;
-    w.put(",\"judge\":")?;
-    w.json(&judge_block(info, agg))?;
-    if let Some(target) = &agg.target {
-        w.put(",\"target\":")?;
-        w.json(&target.summary())?;
-    }
-    w.put(",\"recommendations\":")?;
-    w.json(&recommendations(suite, agg))?;
-    w.put(",\"config\":")?;
-    w.json(suite)?;
-    w.put("}\n")
+    w.put("]")
 }
 
 /// A non-seed item: the record as stored, without the dataset record a target run's record

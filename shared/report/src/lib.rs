@@ -125,9 +125,17 @@ pub struct ReportInput<'a> {
     pub suite: &'a Suite,
     pub agg: &'a RunAggregator,
     pub items: &'a (dyn ItemSource + Sync),
+    /// `reports.inline_items`: above this many results, `report.json` names `items.parquet`
+    /// instead of listing them.
+    pub inline_items: u64,
 }
 
 impl ReportInput<'_> {
+    /// Whether `report.json` lists the items (else it names `items.parquet`).
+    pub fn items_inline(&self) -> bool {
+        self.agg.totals.examples <= self.inline_items
+    }
+
     pub fn gate_checks(&self) -> Vec<RunGateCheck> {
         self.agg.run_gates(self.suite)
     }

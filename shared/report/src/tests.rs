@@ -26,6 +26,7 @@ fn render_all(suite: &Suite, recs: Vec<ResultRecord>) -> (Value, String, String,
         suite,
         agg: &agg,
         items: &recs,
+        inline_items: 100_000,
     };
     let json: Value = serde_json::from_str(&render(ReportFile::Json, &input).unwrap()).unwrap();
     (

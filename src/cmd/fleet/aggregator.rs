@@ -57,6 +57,7 @@ pub fn run(args: AggregatorArgs, config: Option<&Path>) -> anyhow::Result<Exit> 
                 .reports_dir
                 .clone()
                 .unwrap_or(config.reports_dir.clone()),
+            inline_items: config.reports.inline_items,
             consumer,
             claim_after: Duration::from_secs(30),
         };
