@@ -72,7 +72,31 @@ fn submit_and_compare_with_embedded_with(
         None,
         "a fleet run and an embedded run must agree"
     );
+    let fleet_items = comparable_items(&fleet.reports_dir().join(run_id));
+    let embedded_items = comparable_items(&fleet.dir.path().join("embedded"));
+    assert_eq!(fleet_items.len() as u64, a["totals"]["examples"].as_u64().unwrap());
+    assert!(
+        fleet_items == embedded_items,
+        "the fleet's items.parquet and the embedded run's must agree"
+    );
     (submit, fleet_report)
+}
+
+/// The rows of `dir`'s items.parquet (through `evalfleet export`), timings aside.
+fn comparable_items(dir: &Path) -> Vec<Value> {
+    let export = common::evalfleet(&["export", dir.to_str().expect("utf-8 path")]);
+    export.assert_code(0);
+    export
+        .stdout
+        .lines()
+        .map(|line| {
+            let mut row: Value = serde_json::from_str(line).expect("a JSON line");
+            for key in ["latency_ms", "target.latency_ms"] {
+                row.as_object_mut().map(|r| r.remove(key));
+            }
+            row
+        })
+        .collect()
 }
 
 #[test]
@@ -240,6 +264,69 @@ fn log_analysis_scenarios_are_stored_once_per_run_and_score_as_embedded() {
         let stored = fleet.redis(&["HGET", &scenarios, digest]);
         assert!(stored.starts_with("{\"key_events\":"), "{digest}: {stored}");
     }
+}
+
+/// A log-analysis run with a chat target through the fleet: `submit` loads each record's
+/// scenario where the dataset is, stores it once per run and names it by digest; the workers
+/// (which have no dataset directory) complete each record and score it against the scenario
+/// they load by digest. The report equals the embedded run's, and so does `outputs.jsonl`,
+/// which keeps each record's scenario path.
+#[test]
+fn a_log_analysis_target_run_through_the_fleet_equals_the_embedded_one() {
+    let fake = common::fake::FakeServer::plain();
+    let mut fleet = Fleet::new(&common::fake::LiveConfig::default().yaml(fake.addr));
+    fleet
+        .env
+        .push((common::fake::KEY_ENV.to_owned(), fake.key.clone()));
+    fleet.worker("w1", 19801);
+    fleet.worker("w2", 19802);
+    fleet.aggregator("agg", 19809);
+    let target = fleet.dir.path().join("analyst.yaml");
+    std::fs::write(
+        &target,
+        "name: analyst\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"Analyse the logs of scenario {{ scenario }} (run {{ id }}): list the key \
+         events, the timeline and any anomalies.\"\noutput: output\n",
+    )
+    .unwrap();
+    let data = example("log-analysis.jsonl");
+    let run_id = format!("{}-log-target", fleet.prefix);
+    let flags = [
+        "--suite",
+        "log-analysis",
+        "--target",
+        target.to_str().unwrap(),
+    ];
+    let (_, report) = submit_and_compare_with_embedded_with(&fleet, &data, &flags, &run_id);
+    assert_eq!(report["totals"]["examples"], 36, "{}", report["totals"]);
+    assert_eq!(report["totals"]["ok"], 36, "{}", report["failed"]);
+    assert_eq!(report["target"]["calls"], 36, "{}", report["target"]);
+    for item in common::items(&report) {
+        assert!(item["outputs"]["output"].is_string(), "{item}");
+        assert!(
+            item["details"]["matches"]["events"]["total"].as_u64() > Some(0),
+            "scored against its scenario: {item}"
+        );
+    }
+    // The three scenario files of the dataset, stored once each for the run.
+    let scenarios = format!("{}:run:{run_id}:scenarios", fleet.prefix);
+    assert_eq!(fleet.redis(&["HLEN", &scenarios]), "3");
+    // The completed records: the same file from the aggregator as from `run`, each with the
+    // scenario path its record named.
+    let read = |dir: &Path| std::fs::read_to_string(dir.join("outputs.jsonl")).unwrap();
+    let fleet_outputs = read(&fleet.reports_dir().join(&run_id));
+    assert_eq!(fleet_outputs, read(&fleet.dir.path().join("embedded")));
+    let lines: Vec<Value> = fleet_outputs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 36);
+    assert!(
+        lines.iter().all(|l| l["scenario"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("scenarios/scenario_"))),
+        "{fleet_outputs}"
+    );
 }
 
 #[test]

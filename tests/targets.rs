@@ -291,8 +291,16 @@ fn a_secret_reaches_the_target_and_nothing_else() {
     let report = check_consistent(&out, &exit).json;
     assert_eq!(report["totals"]["ok"], 4, "{}", report["totals"]);
     for file in std::fs::read_dir(&out).unwrap() {
-        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
-        assert!(!text.contains(secret), "the secret is in a report file");
+        let path = file.unwrap().path();
+        // items.parquet is compressed: read its rows as text.
+        let text = if path.extension().is_some_and(|e| e == "parquet") {
+            let export = common::evalfleet(&["export", path.to_str().unwrap()]);
+            export.assert_code(0);
+            export.stdout
+        } else {
+            std::fs::read_to_string(&path).unwrap()
+        };
+        assert!(!text.contains(secret), "the secret is in {}", path.display());
     }
     assert!(!exit.stdout.contains(secret) && !exit.stderr.contains(secret));
 
@@ -602,4 +610,103 @@ fn a_suite_names_its_own_target_and_target_overrides_it() {
     let exit = case.evalfleet(&["validate", arg(&data), "--suite", arg(&bad)], &[]);
     assert_eq!(exit.code, Some(2), "{}", exit.stderr);
     assert!(exit.stderr.contains("target: url:"), "{}", exit.stderr);
+}
+
+/// A log-analysis run with a chat target: the producer loads each record's scenario (paths
+/// relative to the dataset), the target writes each `output`, and the completed records are
+/// scored against their scenarios; `outputs.jsonl` keeps the scenario paths as written.
+#[test]
+fn a_chat_target_writes_the_log_analyses_the_suite_scores_against_their_scenarios() {
+    let case = Case::new();
+    let target = case.file(
+        "analyst.yaml",
+        "name: analyst\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"Analyse the logs of scenario {{ scenario }} (run {{ id }}): list the key \
+         events, the timeline and any anomalies.\"\noutput: output\n",
+    );
+    let data = common::root().join("examples/log-analysis.jsonl");
+    let recorded: Vec<Value> = std::fs::read_to_string(&data)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recorded.len(), 36);
+    let out = case.path("out");
+    let exit = case.run(&data, "log-analysis", &target, &out, &[]);
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(
+        report["totals"]["ok"], 36,
+        "{}\n{}",
+        report["totals"], exit.stderr
+    );
+    assert_eq!(report["target"]["calls"], 36, "{}", report["target"]);
+    assert!(
+        exit.stdout
+            .contains("note: 36 records already held fields the target fills (output)"),
+        "{}",
+        exit.stdout
+    );
+    for (item, record) in items(&report).iter().zip(&recorded) {
+        assert_eq!(item["id"], record["id"]);
+        let output = item["outputs"]["output"].as_str().unwrap_or_default();
+        assert!(
+            output.len() > 40 && output != record["output"],
+            "the target's: {item}"
+        );
+        assert_eq!(item["target"]["name"], "analyst");
+        // Scored against the record's scenario: its key events are what the output is
+        // matched with.
+        assert!(item["metrics"]["event_accuracy"].is_number(), "{item}");
+        assert!(
+            item["details"]["matches"]["events"]["total"].as_u64() > Some(0),
+            "scored against the scenario: {item}"
+        );
+    }
+    // The completed records, in the dataset's shape: the scenario as the record named it.
+    let outputs = std::fs::read_to_string(out.join("outputs.jsonl")).unwrap();
+    let lines: Vec<Value> = outputs
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 36);
+    for ((line, record), item) in lines.iter().zip(&recorded).zip(items(&report)) {
+        assert_eq!(line["scenario"], record["scenario"], "{line}");
+        assert!(line["scenario"].as_str().unwrap().starts_with("scenarios/"));
+        assert_eq!(line["output"], item["outputs"]["output"]);
+        assert_eq!(line["config"], record["config"]);
+    }
+
+    // A record whose scenario file is missing is skipped as a recorded one is, before any call.
+    let calls = case.fake.stats()["total"].clone();
+    let dir = case.path("logs");
+    std::fs::create_dir_all(dir.join("scenarios")).unwrap();
+    std::fs::copy(
+        common::root().join("examples/scenarios/scenario_001_vm_lifecycle.json"),
+        dir.join("scenarios/s1.json"),
+    )
+    .unwrap();
+    let data = dir.join("logs.jsonl");
+    std::fs::write(
+        &data,
+        jsonl(&[
+            json!({"id": "l1", "scenario": "scenarios/s1.json"}),
+            json!({"id": "l2", "scenario": "scenarios/gone.json"}),
+        ]),
+    )
+    .unwrap();
+    let out = case.path("out-missing");
+    let exit = case.run(&data, "log-analysis", &target, &out, &[]);
+    let report = check_consistent(&out, &exit).json;
+    assert_eq!(report["totals"]["ok"], 1, "{}", report["totals"]);
+    let reason = report["skipped"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("Cannot read scenario 'scenarios/gone.json': "),
+        "{reason}"
+    );
+    assert_eq!(
+        case.fake.stats()["total"].as_u64(),
+        calls.as_u64().map(|n| n + 1),
+        "one call, for the record with a scenario"
+    );
 }

@@ -18,7 +18,7 @@ use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_dataset::{DatasetError, DatasetReader, Position, ReadOptions};
 use evalfleet_model::record::ResultRecord;
-use evalfleet_suites::evaluate::{Checked, Example, Validator, Work};
+use evalfleet_suites::evaluate::{Checked, Validator, Work};
 use evalfleet_suites::loganalysis::canonical_json;
 
 /// Messages published per call; the queue confirms each batch as a whole.
@@ -230,7 +230,8 @@ pub struct ProduceOptions {
 }
 
 /// Batches messages for the queue, dropping already-stored examples when resuming, and stores
-/// each scenario the examples name before the first message that names it.
+/// each scenario the messages name (a recorded example's, or a target run's record's) before
+/// the first message that names it.
 struct Outbox<'a, Q, S> {
     queue: &'a Q,
     store: &'a S,
@@ -244,10 +245,10 @@ struct Outbox<'a, Q, S> {
 
 impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
     async fn push(&mut self, msg: Message) -> Result<(), ProduceError> {
-        if let Work::Evaluate(Example::Log(e)) = &msg.work {
-            let digest = e.scenario.digest();
+        if let Some(named) = msg.work.scenario() {
+            let digest = named.digest();
             if !self.scenarios.contains(digest) {
-                if let Some(scenario) = e.scenario.get() {
+                if let Some(scenario) = named.get() {
                     let json = canonical_json(scenario);
                     self.store.put_scenario(self.run_id, digest, &json).await?;
                 }
@@ -336,5 +337,75 @@ mod tests {
             ["index 2: the JSON array ends before element 2 is closed"]
         );
         assert_eq!(store.counts("r").await.unwrap().skipped, 1);
+    }
+
+    /// A log-analysis target run: each record's scenario is loaded here, stored once per run,
+    /// and named by digest in its message; a record whose scenario file is missing is skipped
+    /// with the reason a recorded run gives.
+    #[tokio::test]
+    async fn a_log_analysis_target_run_stores_each_scenario_once_and_names_it() {
+        use evalfleet_contract::queue::Delivery;
+        use evalfleet_suites::target::{Secrets, TargetPlan};
+
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.json"), r#"{"metrics": {"errors": 3}}"#).unwrap();
+        let rec = |id: &str, scenario: &str| {
+            serde_json::json!({"id": id, "scenario": scenario, "logs": "ERROR disk full"})
+                .to_string()
+        };
+        let text = [
+            rec("a", "s.json"),
+            rec("b", "s.json"),
+            rec("c", "none.json"),
+        ]
+        .join("\n");
+        let data = dir.path().join("logs.jsonl");
+        std::fs::write(&data, text).unwrap();
+        let reader = DatasetReader::open_with(&data, &ReadOptions::default()).unwrap();
+        let suite = Arc::new(Suite::builtin(SuiteKind::LogAnalysis));
+        let evaluator =
+            Evaluator::new(suite, ProviderRules::default(), Some(dir.path().to_owned()));
+        let target = evalfleet_config::Target::parse(
+            "name: analyst\nkind: chat\nprovider: openai\nmodel: m\n\
+             prompt: \"{{ logs }}\"\noutput: output\n",
+        )
+        .unwrap();
+        let plan = Arc::new(TargetPlan::compile(target, Secrets::Keep).unwrap());
+        let validator = Validator::new(evaluator).with_target(plan);
+        let queue = InProcessQueue::new(16, 1);
+        let (store, _events) = InProcessStore::new("r", 16, 1).unwrap();
+        let progress = Progress::default();
+        produce(
+            reader,
+            validator,
+            "r",
+            &queue,
+            &store,
+            &progress,
+            &ProduceOptions::default(),
+        )
+        .await
+        .unwrap();
+        queue.finish_publishing();
+
+        let mut digests = Vec::new();
+        while let Some(d) = queue.next().await.unwrap() {
+            let Work::Generate(pending) = &d.message().work else {
+                panic!("a target run publishes records to complete");
+            };
+            digests.push(pending.scenario.as_ref().unwrap().digest().to_owned());
+            d.ack().await.unwrap();
+        }
+        assert_eq!(digests.len(), 2);
+        assert_eq!(digests[0], digests[1], "both name s.json");
+        let stored = store.scenario("r", &digests[0]).await.unwrap().unwrap();
+        let scenario = evalfleet_suites::loganalysis::load_stored(&digests[0], &stored).unwrap();
+        assert_eq!(scenario.metrics.len(), 1, "s.json, stored under its digest");
+        let skipped = progress.first_skipped.lock().unwrap().clone();
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(
+            skipped[0].starts_with("line 3 (c): Cannot read scenario 'none.json': "),
+            "{skipped:?}"
+        );
     }
 }

@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use evalfleet_config::{Config, Target};
-use evalfleet_model::suite::SuiteKind;
 use evalfleet_suites::suite::Suite;
 use evalfleet_worker::target::{RunTarget, TargetEstimator, TargetParts};
-use evalfleet_worker::{JudgeMode, LiveParts};
+use evalfleet_worker::LiveParts;
 
 use crate::exit::BadInput;
 
@@ -80,18 +79,13 @@ impl TargetArgs {
 
     /// The targets of the runs: each one `--target` names, found and checked, or else the
     /// suite's own (`target:` in its file); none when there is neither.
-    pub fn found(
-        &self,
-        config: &Config,
-        suite: &Suite,
-        judge: JudgeMode,
-    ) -> anyhow::Result<Vec<FoundTarget>> {
+    pub fn found(&self, config: &Config, suite: &Suite) -> anyhow::Result<Vec<FoundTarget>> {
         let choices = self.choices()?;
         if !choices.is_empty() {
             return choices
                 .into_iter()
                 .map(|choice| {
-                    let target = choice.find(config, suite, judge)?;
+                    let target = choice.find(config)?;
                     Ok(FoundTarget { choice, target })
                 })
                 .collect();
@@ -110,7 +104,7 @@ impl TargetArgs {
             model: None,
             epochs: self.epochs,
         };
-        let target = choice.checked(target.clone(), config, suite, judge)?;
+        let target = choice.checked(target.clone())?;
         Ok(vec![FoundTarget { choice, target }])
     }
 
@@ -121,9 +115,8 @@ impl TargetArgs {
         &self,
         config: &Config,
         suite: &Suite,
-        judge: JudgeMode,
     ) -> anyhow::Result<Vec<TargetEstimator>> {
-        let found = self.found(config, suite, judge)?;
+        let found = self.found(config, suite)?;
         if found.len() > 1 {
             run_labels(&found)?;
         }
@@ -145,40 +138,20 @@ impl TargetArgs {
 }
 
 impl TargetChoice {
-    /// The target this choice names, checked against the suite and the judge mode. Bad input
-    /// (exit 2) when it cannot be used.
-    pub fn find(&self, config: &Config, suite: &Suite, judge: JudgeMode) -> anyhow::Result<Target> {
+    /// The target this choice names, checked. Bad input (exit 2) when it cannot be used.
+    pub fn find(&self, config: &Config) -> anyhow::Result<Target> {
         let target =
             Target::find(&self.target, &config.targets_dir).map_err(|e| BadInput(e.to_string()))?;
-        self.checked(target, config, suite, judge)
+        self.checked(target)
     }
 
-    /// `target` with `--epochs` applied, checked against the suite and the judge mode.
-    fn checked(
-        &self,
-        mut target: Target,
-        config: &Config,
-        suite: &Suite,
-        judge: JudgeMode,
-    ) -> anyhow::Result<Target> {
+    /// `target` with `--epochs` applied, checked. Every suite and judge mode takes a target (a
+    /// log-analysis record's scenario is resolved by the producer, before the call).
+    fn checked(&self, mut target: Target) -> anyhow::Result<Target> {
         if let Some(k) = self.epochs {
             target
                 .set_epochs(k)
                 .map_err(|e| BadInput(format!("--epochs: {e}")))?;
-        }
-        if suite.kind == SuiteKind::LogAnalysis {
-            return Err(BadInput(
-                "--target: log-analysis suites cannot take a target yet (their records name scenario files)".into(),
-            )
-            .into());
-        }
-        // Batch-mode judges ask by example, not by epoch: the epochs' questions would share
-        // their batch custom_ids.
-        if judge == JudgeMode::Live && config.judges.batches() && target.epochs().unwrap_or(1) > 1 {
-            return Err(BadInput(
-                "--epochs with --judge-mode batch is not supported yet: the judges' batch questions are named by example, not by epoch".into(),
-            )
-            .into());
         }
         if let (Some(_), Target::Http(t)) = (&self.model, &target) {
             return Err(BadInput(format!(
@@ -205,15 +178,14 @@ impl TargetChoice {
         let built = RunTarget::new(TargetParts {
             target,
             model: self.model.clone(),
-            providers: &config.providers,
-            retry: &config.judges.retry,
-            prices: &config.judges.prices,
+            judges: &config.judges,
             rules: config.model_prefixes.clone(),
             env: &env,
             cache: parts.cache(),
             rate_limits: &parts.rate_limits(),
             // The user's own process: their environment, any host.
             hosts: None,
+            parking: Some(parts.parking()),
         })
         .map_err(BadInput)?;
         Ok(built)

@@ -12,7 +12,6 @@ use evalfleet_dataset::{DatasetReader, Format};
 use evalfleet_suites::evaluate::{Checked, Evaluator, Validator};
 use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::{Secrets, TargetPlan};
-use evalfleet_worker::JudgeMode;
 
 use crate::exit::{BadInput, Exit};
 
@@ -35,8 +34,7 @@ pub struct ValidateArgs {
 pub fn validate(args: ValidateArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (config, suite) = super::config_and_suite(config, &args.suite)?;
     super::dataset_len(&args.dataset)?;
-    // No call is made: the mode that needs nothing from the judges.
-    let found = args.target.found(&config, &suite, JudgeMode::Heuristic)?;
+    let found = args.target.found(&config, &suite)?;
     let mut exit = Exit::Success;
     if found.is_empty() {
         return check(&args, &config, &suite, None);

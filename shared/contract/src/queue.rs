@@ -443,12 +443,14 @@ mod tests {
                     .as_object()
                     .unwrap()
                     .clone(),
+                scenario: None,
                 replaced: Vec::new(),
             }),
             ..pending
         };
         let wire = serde_json::to_string(&record).unwrap();
         assert!(wire.contains(r#""record":{"id":"q1""#), "{wire}");
+        assert!(!wire.contains("scenario"), "no scenario, no key: {wire}");
         assert_eq!(serde_json::from_str::<Message>(&wire).unwrap(), record);
         let mut both = example.clone();
         both["record"] = serde_json::json!({"id": "q1", "record": {}});

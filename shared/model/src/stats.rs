@@ -43,6 +43,11 @@ impl Stats {
         self.sum_sq += fixed(x * x);
     }
 
+    /// The sum of the values folded (exact to 2^-40 each, whatever their order).
+    pub fn sum(&self) -> f64 {
+        self.sum as f64 / SCALE
+    }
+
     /// The plain mean, or None when nothing was observed.
     pub fn mean(&self) -> Option<f64> {
         (self.count > 0).then(|| (self.sum as f64 / SCALE) / self.count as f64)

@@ -226,7 +226,7 @@ fn a_large_runs_junit_lists_only_a_bounded_number_of_items_that_did_not_pass() {
     // Every third item fails its relevance gate; the rest pass.
     let recs: Vec<ResultRecord> = (0..n)
         .map(|i| {
-            let r = if i % 3 == 0 { 1.0 } else { 5.0 };
+            let r = if i.is_multiple_of(3) { 1.0 } else { 5.0 };
             support_record(i, &format!("t{i}"), "gpt-4o", "v1.0", Some(r), Some(5.0))
         })
         .collect();

@@ -59,7 +59,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let (mut config, suite) = crate::cmd::config_and_suite(config, &args.suite)?;
     args.judges.apply(&mut config);
     if args.estimate {
-        let targets = args.target.estimators(&config, &suite, args.judges.judge)?;
+        let targets = args.target.estimators(&config, &suite)?;
         return crate::cmd::estimate::print_estimate(
             &args.dataset,
             args.format,
@@ -133,7 +133,7 @@ fn runs_of(
     suite: &Suite,
     run_id: &str,
 ) -> anyhow::Result<Vec<(String, Option<FoundTarget>)>> {
-    let found = args.target.found(config, suite, args.judges.judge)?;
+    let found = args.target.found(config, suite)?;
     if found.len() < 2 {
         return Ok(vec![(run_id.to_owned(), found.into_iter().next())]);
     }

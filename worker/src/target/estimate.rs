@@ -11,12 +11,12 @@
 //! - an http target costs its `price_per_call`; what it fills comes from its reply (a trace,
 //!   say), whose shape nothing before the call tells, so its judge calls are not estimated.
 //!
-//! A target is always called live (there is no batch mode for targets), so its batch price is
-//! its live one.
+//! A chat target on a batch-mode provider generates through its batches: its calls are priced
+//! as the judges' are, at the provider's `batch_discount`, and counted with the batched ones.
 
 use std::sync::Arc;
 
-use evalfleet_config::{JudgeConfig, Target};
+use evalfleet_config::{CallMode, JudgeConfig, Target};
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_suites::evaluate::Evaluator;
 use evalfleet_suites::suite::Suite;
@@ -73,6 +73,9 @@ struct ChatAssumption {
     /// The model asked (`--target-model` applied): what the call is priced by.
     model: String,
     reply: ReplyTokens,
+    /// The provider's `batch_discount`, and whether its calls go through batches.
+    batch_discount: f64,
+    batch: bool,
 }
 
 /// Counts a run's target calls, record by record.
@@ -125,6 +128,8 @@ impl TargetEstimator {
                 Some(ChatAssumption {
                     model: model.unwrap_or_else(|| t.model.clone()),
                     reply,
+                    batch_discount: provider.batch_discount,
+                    batch: judges.mode_of(&t.provider) == CallMode::Batch,
                 })
             }
             Target::Http(_) => None,
@@ -198,8 +203,8 @@ impl TargetEstimator {
                 output_tokens_max: reply.max,
                 cost_usd_expected: self.accounting.cost(&call.model, input, reply.expected),
                 cost_usd_max: self.accounting.cost(&call.model, input, reply.max),
-                batch_discount: 1.0,
-                batch: false,
+                batch_discount: chat.batch_discount,
+                batch: chat.batch,
             });
         }
         let answer = Reply::Chat {
@@ -210,12 +215,14 @@ impl TargetEstimator {
             .plan
             .complete(pending.record.clone(), answer)
             .and_then(|completed| {
-                self.evaluator.parse(&completed.record).map_err(|reason| {
-                    format!(
-                        "target {}: the completed record: {reason}",
-                        self.plan.name()
-                    )
-                })
+                (self.evaluator)
+                    .parse_completed(&completed.record, pending)
+                    .map_err(|reason| {
+                        format!(
+                            "target {}: the completed record: {reason}",
+                            self.plan.name()
+                        )
+                    })
             });
         match example {
             Ok(example) => {

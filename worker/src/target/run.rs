@@ -1,10 +1,10 @@
 //! A run's target in a worker: the caller of its kind, and the road from a record waiting for
 //! its outputs to an example the suite validated — or to the reason the example failed.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use evalfleet_config::{HostPolicy, JudgeConfig, Price, ProviderConfig, RetryConfig, Target};
+use evalfleet_config::{HostPolicy, JudgeConfig, Target};
+use evalfleet_contract::batch_store::{BatchStore, Question};
 use evalfleet_contract::judge_cache::JudgeCache;
 use evalfleet_model::record::TargetCall;
 use evalfleet_model::routing::ProviderRules;
@@ -13,9 +13,12 @@ use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::{PendingRecord, Reply, Secrets, TargetPlan};
 use serde_json::{Map, Value};
 
-use super::keep::{ExampleAt, Keeper};
+use super::batched::{Batched, NotYet};
+use super::keep::Keeper;
 use super::{ChatTarget, HttpTarget};
 use crate::judge::accounting::Accounting;
+use crate::judge::batch::{BatchOptions, ExampleAt};
+use crate::judge::provider::ProviderClient;
 use crate::judge::Judge;
 use crate::metrics::metrics;
 use crate::rate_limit::RateLimits;
@@ -52,15 +55,36 @@ pub struct Generation {
 pub struct NotGenerated {
     pub reason: String,
     pub call: Option<TargetCall>,
+    /// Not a failure: the generation is in the provider's batches, and the example waits for
+    /// this request's result (the consumer parks it).
+    pub awaiting: Option<Box<Question>>,
+}
+
+impl NotGenerated {
+    fn failed(reason: String, call: Option<TargetCall>) -> Self {
+        NotGenerated {
+            reason,
+            call,
+            awaiting: None,
+        }
+    }
+}
+
+/// A target's answer to one call.
+struct Answer {
+    reply: Reply,
+    call: TargetCall,
+    /// It came from the provider's batches: it has no latency of its own.
+    batched: bool,
 }
 
 /// What a run's target is built from in a worker.
 pub struct TargetParts<'a> {
     pub target: Target,
     pub model: Option<String>,
-    pub providers: &'a BTreeMap<String, ProviderConfig>,
-    pub retry: &'a RetryConfig,
-    pub prices: &'a BTreeMap<String, Price>,
+    /// The run's provider settings: `providers:`, the retry policy, prices, and which
+    /// providers are in batch mode.
+    pub judges: &'a JudgeConfig,
     pub rules: ProviderRules,
     /// Reads `${VAR}` and API keys: the environment of this process.
     pub env: &'a dyn Fn(&str) -> Option<String>,
@@ -73,6 +97,9 @@ pub struct TargetParts<'a> {
     /// On a shared worker, where an http target may connect (`fleet.targets.allowed_hosts`);
     /// None in `run`, the user's own process.
     pub hosts: Option<Arc<HostPolicy>>,
+    /// Where a chat target on a batch-mode provider parks its examples: the judges' batch
+    /// store ([`crate::judge::LiveParts::parking`]).
+    pub parking: Option<Arc<dyn BatchStore>>,
 }
 
 impl RunTarget {
@@ -83,14 +110,15 @@ impl RunTarget {
             parts.target,
             Secrets::Resolve(parts.env),
         )?);
+        let judges = parts.judges;
         let caller = match &plan.target {
             Target::Chat(t) => {
-                let provider = parts.providers.get(&t.provider).ok_or_else(|| {
+                let provider = judges.providers.get(&t.provider).ok_or_else(|| {
                     format!(
                         "target {}: provider '{}' is not under providers: (known: {})",
                         t.name,
                         t.provider,
-                        parts
+                        judges
                             .providers
                             .keys()
                             .cloned()
@@ -104,13 +132,28 @@ impl RunTarget {
                         t.name, t.provider, provider.api_key_env, t.provider
                     )
                 })?;
-                Caller::Chat(Box::new(ChatTarget::new(
+                let mut chat = ChatTarget::new(
                     plan.clone(),
                     (&t.provider, provider),
                     key,
-                    parts.retry.clone(),
+                    judges.retry.clone(),
                     parts.rate_limits,
-                )?))
+                )?;
+                if let Some(options) = BatchOptions::of(judges, &t.provider) {
+                    let store = parts.parking.clone().ok_or_else(|| {
+                        format!(
+                            "target {}: provider '{}' is in batch mode, but this process has no batch store",
+                            t.name, t.provider
+                        )
+                    })?;
+                    chat = chat.with_batches(Batched {
+                        options,
+                        store,
+                        discount: provider.batch_discount,
+                        fallback: judges.batch.fallback,
+                    });
+                }
+                Caller::Chat(Box::new(chat))
             }
             Target::Http(_) => Caller::Http(HttpTarget::new(
                 plan.clone(),
@@ -125,7 +168,7 @@ impl RunTarget {
             caller,
             model: parts.model,
             rules: parts.rules,
-            accounting: Arc::new(Accounting::new(parts.prices.clone(), None)),
+            accounting: Arc::new(Accounting::new(judges.prices.clone(), None)),
             keeper,
         })
     }
@@ -134,10 +177,30 @@ impl RunTarget {
     /// its replies kept for an example's next evaluation when batch-mode judges park examples.
     pub fn serving(self, judge: &Judge, judges: &JudgeConfig) -> Self {
         let mut target = self.charged_to(judge.accounting(judges));
-        if let Some(store) = judge.batch_store() {
+        if let Some(store) = judge.batch_store().or_else(|| target.batch_store()) {
             target.keeper = target.keeper.while_parked(store);
         }
         target
+    }
+
+    /// A chat target on a batch-mode provider: where its examples park.
+    pub fn batch_store(&self) -> Option<Arc<dyn BatchStore>> {
+        match &self.caller {
+            Caller::Chat(chat) => chat.batched.as_ref().map(|b| b.store.clone()),
+            Caller::Http(_) => None,
+        }
+    }
+
+    /// A chat target on a batch-mode provider: its provider's client and batch options, for
+    /// the batch coordinator.
+    pub fn batch_provider(&self) -> Option<(Arc<ProviderClient>, BatchOptions)> {
+        match &self.caller {
+            Caller::Chat(chat) => {
+                let batched = chat.batched.as_ref()?;
+                Some((chat.client.clone(), batched.options.clone()))
+            }
+            Caller::Http(_) => None,
+        }
     }
 
     /// Charges this target's calls to `accounting` and calls no more once its budget is spent:
@@ -162,7 +225,8 @@ impl RunTarget {
     }
 
     /// Asks the target for `pending`'s outputs (or takes the reply the cache kept for the same
-    /// request) and validates the completed record as `suite` validates a recorded one.
+    /// request) and validates the completed record as `suite` validates a recorded one (a
+    /// log-analysis example with the scenario the producer resolved, attached later by digest).
     pub async fn generate(
         &self,
         suite: &Arc<Suite>,
@@ -178,27 +242,24 @@ impl RunTarget {
             Some(kept) => kept,
             None => {
                 self.within_budget()?;
-                let (reply, call) = self.call(pending).await?;
-                self.accounting.charge(call.cost_usd);
-                self.observe(&call);
+                let answer = self.call(pending, &at).await?;
+                self.accounting.charge(answer.call.cost_usd);
+                self.observe(&answer);
                 if let Some(key) = &key {
-                    self.keeper.put(key, &reply, &call).await;
+                    self.keeper.put(key, &answer.reply, &answer.call).await;
                 }
-                (reply, call)
+                (answer.reply, answer.call)
             }
         };
         let name = self.name().to_owned();
-        let failed = |reason: String| NotGenerated {
-            reason,
-            call: Some(call.clone()),
-        };
+        let failed = |reason: String| NotGenerated::failed(reason, Some(call.clone()));
         let completed = self
             .plan
             .complete(pending.record.clone(), reply)
             .map_err(failed)?;
         let mut evaluator = Evaluator::new(suite.clone(), self.rules.clone(), None);
         let example = evaluator
-            .parse(&completed.record)
+            .parse_completed(&completed.record, pending)
             .map_err(|reason| failed(format!("target {name}: the completed record: {reason}")))?;
         Ok(Generation {
             example,
@@ -213,30 +274,50 @@ impl RunTarget {
             return Ok(());
         }
         let budget = self.accounting.budget_usd().unwrap_or_default();
-        Err(NotGenerated {
-            reason: format!(
+        Err(NotGenerated::failed(
+            format!(
                 "target {}: the run budget of {budget} USD is spent",
                 self.name()
             ),
-            call: None,
-        })
+            None,
+        ))
     }
 
-    /// One call to the target: its reply and what the call took.
-    async fn call(&self, pending: &PendingRecord) -> Result<(Reply, TargetCall), NotGenerated> {
+    /// One call to the target (at `at`, which names a batch generation): its reply and what
+    /// the call took.
+    async fn call(&self, pending: &PendingRecord, at: &ExampleAt<'_>) -> Result<Answer, NotGenerated> {
         let name = self.name().to_owned();
-        let not_called = |reason: String| NotGenerated { reason, call: None };
+        let not_called = |reason: String| NotGenerated::failed(reason, None);
         match &self.caller {
             Caller::Chat(chat) => {
-                let generated = chat
-                    .call(&pending.record, self.model.as_deref())
-                    .await
-                    .map_err(|e| not_called(e.to_string()))?;
-                let cost = self.accounting.cost(
-                    &generated.model,
-                    generated.usage.input,
-                    generated.usage.output,
-                );
+                let model = self.model.as_deref();
+                let generated = match &chat.batched {
+                    Some(batched) => chat
+                        .generate_batched(batched, &pending.record, model, at)
+                        .await
+                        .map_err(|not| match not {
+                            NotYet::Awaiting(question) => NotGenerated {
+                                reason: "waiting for its batch".into(),
+                                call: None,
+                                awaiting: Some(Box::new(question)),
+                            },
+                            NotYet::Failed(e) => not_called(e.to_string()),
+                        })?,
+                    None => chat
+                        .call(&pending.record, model)
+                        .await
+                        .map_err(|e| not_called(e.to_string()))?,
+                };
+                let discount = match (&chat.batched, generated.batched) {
+                    (Some(batched), true) => batched.discount,
+                    _ => 1.0,
+                };
+                let cost = discount
+                    * self.accounting.cost(
+                        &generated.model,
+                        generated.usage.input,
+                        generated.usage.output,
+                    );
                 let call = TargetCall {
                     name,
                     latency_ms: generated.latency_ms,
@@ -249,7 +330,11 @@ impl RunTarget {
                     text: generated.text,
                     model: generated.model,
                 };
-                Ok((reply, call))
+                Ok(Answer {
+                    reply,
+                    call,
+                    batched: generated.batched,
+                })
             }
             Caller::Http(http) => {
                 let called = http
@@ -267,18 +352,24 @@ impl RunTarget {
                     cost_usd: price,
                     ..TargetCall::default()
                 };
-                Ok((Reply::Http(called.reply), call))
+                Ok(Answer {
+                    reply: Reply::Http(called.reply),
+                    call,
+                    batched: false,
+                })
             }
         }
     }
 
-    /// A call's figures into the target's metrics.
-    fn observe(&self, call: &TargetCall) {
-        let name = self.name();
+    /// A call's figures into the target's metrics (a batch reply has no duration of its own).
+    fn observe(&self, answer: &Answer) {
+        let (name, call) = (self.name(), &answer.call);
         let m = metrics();
-        m.target_duration
-            .with_label_values(&[name])
-            .observe(call.latency_ms / 1000.0);
+        if !answer.batched {
+            m.target_duration
+                .with_label_values(&[name])
+                .observe(call.latency_ms / 1000.0);
+        }
         m.target_tokens
             .with_label_values(&[name, "input"])
             .inc_by(call.tokens_in);
@@ -290,6 +381,9 @@ impl RunTarget {
             .inc_by(call.cost_usd);
     }
 }
+
+#[cfg(test)]
+mod log_analysis_tests;
 
 #[cfg(test)]
 mod tests {
@@ -309,6 +403,7 @@ mod tests {
         PendingRecord {
             id: record["id"].as_str().unwrap().to_owned(),
             record,
+            scenario: None,
             replaced: Vec::new(),
         }
     }
@@ -335,20 +430,19 @@ mod tests {
              body: {{question: \"{{{{ question }}}}\"}}\noutputs: {{trace: /data/trace}}\n\
              price_per_call: 0.01\n"
         );
-        let prices: BTreeMap<String, Price> = BTreeMap::new();
+        let prices = std::collections::BTreeMap::<String, Price>::new();
         let env = |_: &str| None;
         let budget = Arc::new(Accounting::new(prices.clone(), Some(0.015)));
         let target = RunTarget::new(TargetParts {
             target: Target::parse(&yaml).unwrap(),
             model: None,
-            providers: &BTreeMap::new(),
-            retry: &RetryConfig::default(),
-            prices: &prices,
+            judges: &JudgeConfig::default(),
             rules: ProviderRules::default(),
             env: &env,
             cache: Arc::new(NoCache),
             rate_limits: &RateLimits::default(),
             hosts: None,
+            parking: None,
         })
         .unwrap()
         .charged_to(budget.clone());

@@ -81,6 +81,9 @@ pub struct RunAggregator {
     pub failure_reasons: BTreeMap<String, u64>,
     pub worst: HashMap<String, Vec<Worst>>,
     pub usage: Usage,
+    /// The judges' cost summed in fixed point (`usage.cost_usd` is its sum): the same bits
+    /// whatever order results arrive in.
+    judge_cost: Stats,
     /// The evaluated system's own latency, where its trace records one (rag-layers).
     pub system_latency_ms: Stats,
     /// Judge calls made (retries and re-asks included) and judge answers taken from the cache.
@@ -118,6 +121,7 @@ impl RunAggregator {
             failure_reasons: BTreeMap::new(),
             worst: HashMap::new(),
             usage: Usage::default(),
+            judge_cost: Stats::default(),
             system_latency_ms: Stats::default(),
             judge_calls: 0,
             cache_hits: 0,
@@ -156,6 +160,8 @@ impl RunAggregator {
                 .observe(call);
         }
         self.usage.add(&rec.usage);
+        self.judge_cost.push(rec.usage.cost_usd);
+        self.usage.cost_usd = self.judge_cost.sum();
         if let Some(ms) = rec
             .details
             .get("system_latency_ms")

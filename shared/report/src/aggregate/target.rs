@@ -7,6 +7,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use evalfleet_model::record::TargetCall;
+use evalfleet_model::stats::Stats;
 
 /// Latencies are kept in microseconds, to three significant digits.
 const SIGNIFICANT: u8 = 3;
@@ -18,10 +19,12 @@ pub struct TargetAcc {
     /// Attempts, retries included.
     pub attempts: u64,
     latency_us: Histogram<u64>,
-    latency_sum_ms: f64,
+    /// Sums in fixed point: a fleet run (arrival order) and an embedded one report the same
+    /// bits.
+    latency_ms: Stats,
     pub tokens_in: u64,
     pub tokens_out: u64,
-    pub cost_usd: f64,
+    cost_usd: Stats,
 }
 
 /// The target block of `report.json`.
@@ -53,10 +56,10 @@ impl TargetAcc {
             attempts: 0,
             latency_us: Histogram::new(SIGNIFICANT)
                 .expect("3 significant digits is a valid precision"),
-            latency_sum_ms: 0.0,
+            latency_ms: Stats::default(),
             tokens_in: 0,
             tokens_out: 0,
-            cost_usd: 0.0,
+            cost_usd: Stats::default(),
         }
     }
 
@@ -68,11 +71,11 @@ impl TargetAcc {
             let _ = self
                 .latency_us
                 .record((call.latency_ms * 1000.0).round() as u64);
-            self.latency_sum_ms += call.latency_ms;
+            self.latency_ms.push(call.latency_ms);
         }
         self.tokens_in += call.tokens_in;
         self.tokens_out += call.tokens_out;
-        self.cost_usd += call.cost_usd;
+        self.cost_usd.push(call.cost_usd);
     }
 
     pub fn summary(&self) -> TargetSummary {
@@ -83,7 +86,7 @@ impl TargetAcc {
             calls: self.calls,
             attempts: self.attempts,
             latency_ms: Latency {
-                mean: (n > 0).then(|| self.latency_sum_ms / n as f64),
+                mean: self.latency_ms.mean(),
                 p50: at(0.50),
                 p95: at(0.95),
                 p99: at(0.99),
@@ -91,7 +94,7 @@ impl TargetAcc {
             },
             tokens_in: self.tokens_in,
             tokens_out: self.tokens_out,
-            cost_usd: self.cost_usd,
+            cost_usd: self.cost_usd.sum(),
         }
     }
 }

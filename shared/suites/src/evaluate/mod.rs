@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::custom::{text_of, CustomExample, CustomSuite};
-use crate::loganalysis::{self, LogExample, ScenarioCache};
+use crate::loganalysis::{self, LogExample, ScenarioCache, ScenarioRef};
 use crate::rag::{self, RagExample};
 use crate::suite::Suite;
 use crate::support::{self, SupportExample};
@@ -57,6 +57,16 @@ impl Work {
         match self {
             Work::Evaluate(e) => e.id(),
             Work::Generate(p) => &p.id,
+        }
+    }
+
+    /// The log-analysis scenario this work names: the producer stores it once per run before
+    /// the first message that names it, and a worker attaches it by digest.
+    pub fn scenario(&self) -> Option<&ScenarioRef> {
+        match self {
+            Work::Evaluate(Example::Log(e)) => Some(&e.scenario),
+            Work::Evaluate(_) => None,
+            Work::Generate(p) => p.scenario.as_ref(),
         }
     }
 }
@@ -273,5 +283,38 @@ impl Evaluator {
                 None => Err("the custom suite has no record section".to_owned()),
             },
         }
+    }
+
+    /// A target run's record before its call: gives `pending` what the record shares with
+    /// others and only the producer can read — a log-analysis record's scenario, loaded and
+    /// checked as for a recorded example (the same skip reasons). Err is the skip reason.
+    pub fn resolve_shared(
+        &mut self,
+        mut pending: PendingRecord,
+        value: &Value,
+    ) -> Result<PendingRecord, String> {
+        if self.suite.kind == SuiteKind::LogAnalysis {
+            pending.scenario = Some(loganalysis::resolve_scenario(value, &mut self.scenarios)?);
+        }
+        Ok(pending)
+    }
+
+    /// Validates the record a target completed from `pending`, as [`Evaluator::parse`] does a
+    /// recorded one, except that a log-analysis example takes the scenario the producer
+    /// resolved ([`Evaluator::resolve_shared`]): the record's `scenario` field is never read
+    /// again, so a worker reads no file a record names.
+    pub fn parse_completed(
+        &mut self,
+        value: &Value,
+        pending: &PendingRecord,
+    ) -> Result<Example, String> {
+        if self.suite.kind != SuiteKind::LogAnalysis {
+            return self.parse(value);
+        }
+        let scenario = pending
+            .scenario
+            .as_ref()
+            .ok_or("the record's scenario was not resolved before the call")?;
+        loganalysis::parse_completed(value, scenario).map(Example::Log)
     }
 }

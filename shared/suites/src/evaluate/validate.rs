@@ -38,8 +38,9 @@ pub enum Checked {
 
 pub struct Validator {
     pub evaluator: Evaluator,
-    /// A target run: records are checked for what the target needs, and the suite checks the
-    /// record the target completes, in the worker.
+    /// A target run: records are checked for what the target needs (and a log-analysis
+    /// record's scenario is loaded, which only this process can read), and the suite checks
+    /// the record the target completes, in the worker.
     target: Option<Arc<TargetPlan>>,
     seen: HashSet<u128>,
 }
@@ -76,7 +77,10 @@ impl Validator {
             Err(reason) => return skipped(String::new(), reason),
         };
         let work = match &self.target {
-            Some(target) => target.check(&value).map(Work::Generate),
+            Some(target) => target
+                .check(&value)
+                .and_then(|pending| self.evaluator.resolve_shared(pending, &value))
+                .map(Work::Generate),
             None => self.evaluator.parse(&value).map(Work::Evaluate),
         };
         match work {
@@ -238,6 +242,93 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A log-analysis target run over a dataset in `dir`, with a chat target whose prompt
+    /// reads the record's `logs`.
+    fn log_target_run(dir: &std::path::Path) -> Validator {
+        let suite = Arc::new(Suite::builtin(SuiteKind::LogAnalysis));
+        let evaluator = Evaluator::new(suite, ProviderRules::default(), Some(dir.to_owned()));
+        let target = evalfleet_config::Target::parse(
+            "name: analyst\nkind: chat\nprovider: openai\nmodel: m\n\
+             prompt: \"Explain: {{ logs }}\"\noutput: output\n",
+        )
+        .unwrap();
+        let plan = crate::target::TargetPlan::compile(target, crate::target::Secrets::Keep);
+        Validator::new(evaluator).with_target(Arc::new(plan.unwrap()))
+    }
+
+    #[test]
+    fn a_log_analysis_target_run_loads_each_records_scenario_before_any_call() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.json"), r#"{"metrics": {"errors": 3}}"#).unwrap();
+        let mut v = log_target_run(dir.path());
+        let record = json!({"id": "a", "scenario": "s.json", "logs": "ERROR x"});
+        let pending = match v.check(raw(0, record.clone())) {
+            Checked::Valid {
+                work: Work::Generate(p),
+                ..
+            } => p,
+            other => panic!("{other:?}"),
+        };
+        let loaded: crate::loganalysis::Scenario =
+            serde_json::from_value(json!({"metrics": {"errors": 3}})).unwrap();
+        let expected = crate::loganalysis::ScenarioRef::new(Arc::new(loaded));
+        let scenario = pending.scenario.as_ref().expect("the scenario is resolved");
+        assert_eq!(scenario.digest(), expected.digest());
+        assert_eq!(scenario.get(), expected.get(), "loaded in this process");
+        assert_eq!(
+            pending.record["scenario"], "s.json",
+            "the record as written"
+        );
+        // The message carries the digest, and only when there is a scenario.
+        let wire = serde_json::to_value(&pending).unwrap();
+        assert_eq!(wire["scenario"], expected.digest());
+        let mut support = pending.clone();
+        support.scenario = None;
+        assert!(serde_json::to_value(&support)
+            .unwrap()
+            .get("scenario")
+            .is_none());
+    }
+
+    #[test]
+    fn a_log_analysis_target_run_skips_a_bad_scenario_as_a_recorded_run_does() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("broken.json"), "{not json").unwrap();
+        let suite = Arc::new(Suite::builtin(SuiteKind::LogAnalysis));
+        let mut recorded = Validator::new(Evaluator::new(
+            suite,
+            ProviderRules::default(),
+            Some(dir.path().to_owned()),
+        ));
+        let mut target_run = log_target_run(dir.path());
+        for (i, scenario) in [
+            json!("missing.json"),
+            json!("broken.json"),
+            json!(4),
+            Value::Null,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut record = json!({"id": format!("r{i}"), "logs": "x", "output": ""});
+            if !scenario.is_null() {
+                record["scenario"] = scenario;
+            }
+            let want = reason(recorded.check(raw(i as u64, record.clone()))).unwrap();
+            assert_eq!(
+                reason(target_run.check(raw(i as u64, record.clone()))),
+                Some(want),
+                "{record}"
+            );
+        }
+        let missing = json!({"id": "m", "scenario": "missing.json", "logs": "x"});
+        let why = reason(target_run.check(raw(9, missing))).unwrap();
+        assert!(
+            why.starts_with("Cannot read scenario 'missing.json': "),
+            "{why}"
+        );
     }
 
     fn checks_of(text: &str) -> Vec<Result<Checked, DatasetError>> {

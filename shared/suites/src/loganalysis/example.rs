@@ -84,25 +84,35 @@ impl ScenarioCache {
 /// Validate one record: `{id, scenario: object | "relative/path.json", output: string,
 /// config?: string, model?: string}`. `Err` carries the first problem; `output` may be empty.
 pub fn parse_example(value: &Value, cache: &mut ScenarioCache) -> Result<LogExample, String> {
+    parse_with(value, |obj| scenario_of(obj, cache))
+}
+
+/// Validate a record a target completed, whose scenario the producer resolved before the call
+/// ([`resolve_scenario`]): the worker that completes it has no dataset directory to read a
+/// scenario file from, so the record's own `scenario` field is not read again.
+pub fn parse_completed(value: &Value, scenario: &ScenarioRef) -> Result<LogExample, String> {
+    parse_with(value, |_| Ok(scenario.clone()))
+}
+
+/// A record's `scenario` (an inline object, or a path read through `cache`), with the same
+/// reasons as [`parse_example`] when it is missing or bad. `Err` also when `value` is not an
+/// object.
+pub fn resolve_scenario(value: &Value, cache: &mut ScenarioCache) -> Result<ScenarioRef, String> {
+    let obj = value.as_object().ok_or("Item is not an object")?;
+    scenario_of(obj, cache)
+}
+
+/// The record's fields in their order, its scenario from `scenario`.
+fn parse_with(
+    value: &Value,
+    scenario: impl FnOnce(&Map<String, Value>) -> Result<ScenarioRef, String>,
+) -> Result<LogExample, String> {
     let obj = value.as_object().ok_or("Item is not an object")?;
     let id = required_string(obj, "id", Blank::Allowed)?.to_owned();
     if id.trim().is_empty() {
         return Err("'id' is empty".into());
     }
-    let scenario = match obj.get("scenario") {
-        None => return Err("Missing 'scenario' field".into()),
-        Some(Value::Object(_)) => {
-            let v = &obj["scenario"];
-            let scenario =
-                Scenario::deserialize(v).map_err(|e| format!("'scenario' is not valid: {e}"))?;
-            ScenarioRef::new(Arc::new(scenario))
-        }
-        Some(Value::String(path)) if path.trim().is_empty() => {
-            return Err("'scenario' is empty".into())
-        }
-        Some(Value::String(path)) => cache.load(path)?,
-        Some(_) => return Err("'scenario' must be an object or a path".into()),
-    };
+    let scenario = scenario(obj)?;
     let output = required_string(obj, "output", Blank::Allowed)?.to_owned();
     let config = optional_string(obj, "config")?;
     let model = optional_string(obj, "model")?;
@@ -113,6 +123,18 @@ pub fn parse_example(value: &Value, cache: &mut ScenarioCache) -> Result<LogExam
         config,
         model,
     })
+}
+
+fn scenario_of(obj: &Map<String, Value>, cache: &mut ScenarioCache) -> Result<ScenarioRef, String> {
+    match obj.get("scenario") {
+        None => Err("Missing 'scenario' field".into()),
+        Some(v @ Value::Object(_)) => Scenario::deserialize(v)
+            .map(|scenario| ScenarioRef::new(Arc::new(scenario)))
+            .map_err(|e| format!("'scenario' is not valid: {e}")),
+        Some(Value::String(path)) if path.trim().is_empty() => Err("'scenario' is empty".into()),
+        Some(Value::String(path)) => cache.load(path),
+        Some(_) => Err("'scenario' must be an object or a path".into()),
+    }
 }
 
 /// Absent → `None`; present (a JSON `null` included, as in support-judge) → must be a string.
@@ -191,6 +213,32 @@ mod tests {
         }
         let bad = check(json!({"id": "a", "scenario": {"key_events": 1}, "output": ""}));
         assert!(bad.unwrap_err().starts_with("'scenario' is not valid: "));
+    }
+
+    #[test]
+    fn a_completed_record_takes_the_scenario_resolved_before_its_call() {
+        let resolved = ScenarioRef::new(Arc::new(
+            serde_json::from_value(json!({"metrics": {"m": 2}})).unwrap(),
+        ));
+        // Off the wire: the digest alone, as a fleet worker receives it.
+        let wire: ScenarioRef =
+            serde_json::from_str(&serde_json::to_string(&resolved).unwrap()).unwrap();
+        // The path names no file here: it is not read again.
+        let completed = json!({"id": "a", "scenario": "gt/elsewhere.json", "output": "found it",
+                               "model": "m"});
+        let ex = parse_completed(&completed, &wire).unwrap();
+        assert_eq!(ex.scenario.digest(), resolved.digest());
+        assert!(ex.scenario.get().is_none(), "attached later, by digest");
+        assert_eq!(
+            (ex.output.as_str(), ex.model.as_deref()),
+            ("found it", Some("m"))
+        );
+        // The rest of the record is checked as a recorded one.
+        let no_output = json!({"id": "a", "scenario": "gt/elsewhere.json"});
+        assert_eq!(
+            parse_completed(&no_output, &wire).unwrap_err(),
+            "Missing 'output' field"
+        );
     }
 
     #[test]

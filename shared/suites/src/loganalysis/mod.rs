@@ -27,7 +27,7 @@ mod fixture_tests;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-pub use example::{parse_example, LogExample, ScenarioCache};
+pub use example::{parse_completed, parse_example, resolve_scenario, LogExample, ScenarioCache};
 pub use parse::parse_structured_output;
 pub use scenario::{GtAnomaly, GtEvent, GtIntent, GtTimelineEntry, MetricValue, Scenario};
 pub use scenario_ref::{canonical_json, load_stored, ScenarioRef};

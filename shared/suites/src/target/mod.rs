@@ -17,6 +17,8 @@ use serde_json::{Map, Value};
 
 use evalfleet_config::Target;
 
+use crate::loganalysis::ScenarioRef;
+
 pub use complete::{fill, Completed, Reply};
 pub use request::{secrets_of, ChatCall, HttpCall, Secrets};
 
@@ -26,6 +28,12 @@ pub use request::{secrets_of, ChatCall, HttpCall, Secrets};
 pub struct PendingRecord {
     pub id: String,
     pub record: Map<String, Value>,
+    /// A log-analysis record's scenario, resolved by the producer before any call (a worker has
+    /// no dataset directory to read a scenario file from): stored once per run like a recorded
+    /// example's, it travels as its digest, and the completed example gets it. `record` keeps
+    /// its `scenario` field as written (a path or an object), for `outputs.jsonl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioRef>,
     /// The fields the target fills that the record already holds (the target's outputs
     /// replace them): for the producer to say so once, never sent.
     #[serde(skip)]
@@ -115,6 +123,7 @@ impl TargetPlan {
                 .map(str::to_owned)
                 .collect(),
             record: object.clone(),
+            scenario: None,
         })
     }
 

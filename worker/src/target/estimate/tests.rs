@@ -33,6 +33,7 @@ fn pending(record: Value) -> PendingRecord {
     PendingRecord {
         id: record["id"].as_str().unwrap().to_owned(),
         record: record.as_object().unwrap().clone(),
+        scenario: None,
         replaced: Vec::new(),
     }
 }
@@ -65,9 +66,12 @@ fn a_chat_target_is_counted_from_its_rendered_prompt_and_its_max_tokens() {
     );
     let price = Accounting::new(judges().prices, None).cost("gpt-4o-mini", input, 400);
     assert!(row.priced && (row.cost_usd_expected - price).abs() < 1e-12);
-    assert_eq!(
-        row.batch_cost_usd_expected, row.cost_usd_expected,
-        "always live"
+    // A live provider: its batch price, which the estimate shows beside, is the discounted one.
+    let discount = judges().providers["openai"].batch_discount;
+    assert!((row.batch_cost_usd_expected - row.cost_usd_expected * discount).abs() < 1e-12);
+    assert!(
+        (row.mode_cost_usd_expected - row.cost_usd_expected).abs() < 1e-12,
+        "a live provider's target is priced live"
     );
     assert_eq!(
         (target.records, target.failing),
@@ -156,6 +160,32 @@ fn a_completed_record_the_suite_rejects_is_a_failure_with_no_judge_call() {
     );
     assert_eq!(estimate.examples, 0);
     assert!(estimate.by_judge.is_empty());
+}
+
+#[test]
+fn a_log_analysis_record_is_estimated_with_the_scenario_resolved_before_the_call() {
+    use evalfleet_suites::loganalysis::{Scenario, ScenarioRef};
+
+    let analyst = Target::parse(
+        "name: analyst\nkind: chat\nprovider: openai\nmodel: gpt-4o-mini\n\
+         prompt: \"{{ logs }}\"\noutput: output\n",
+    )
+    .unwrap();
+    let mut analyst = estimator(analyst, None, SuiteKind::LogAnalysis);
+    let mut estimate = analyst.start();
+    // The path names no file here: the estimate, as the worker, takes the resolved scenario.
+    let mut record = pending(json!({"id": "l1", "scenario": "not-here.json", "logs": "ERROR"}));
+    record.scenario = Some(ScenarioRef::new(Arc::new(Scenario::default())));
+    analyst.add_record(&mut estimate, &record);
+    let target = estimate.target.clone().unwrap();
+    assert_eq!((target.row.calls, target.failing), (1, 0), "{target:?}");
+    assert_eq!(estimate.examples, 1);
+    // A record whose scenario was not resolved cannot be completed.
+    record.scenario = None;
+    analyst.add_record(&mut estimate, &record);
+    let target = estimate.target.clone().unwrap();
+    assert_eq!((target.row.calls, target.failing), (2, 1));
+    assert_eq!(estimate.examples, 1);
 }
 
 #[test]
