@@ -31,7 +31,12 @@ impl RunProgress {
                 let done = evaluated.load(Ordering::Relaxed);
                 let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-3);
                 ticker_bar.set_position(read.bytes_read.load(Ordering::Relaxed));
-                ticker_bar.set_message(format!("{done} evaluated · {rate:.0}/s"));
+                let waiting = read.waiting.load(Ordering::Relaxed);
+                ticker_bar.set_message(if waiting > 0 {
+                    format!("{done} published · the queue is full ({waiting} waiting): waiting for the workers")
+                } else {
+                    format!("{done} evaluated · {rate:.0}/s")
+                });
             }
         });
         RunProgress { bar, ticker }

@@ -74,7 +74,10 @@ fn submit_and_compare_with_embedded_with(
     );
     let fleet_items = comparable_items(&fleet.reports_dir().join(run_id));
     let embedded_items = comparable_items(&fleet.dir.path().join("embedded"));
-    assert_eq!(fleet_items.len() as u64, a["totals"]["examples"].as_u64().unwrap());
+    assert_eq!(
+        fleet_items.len() as u64,
+        a["totals"]["examples"].as_u64().unwrap()
+    );
     assert!(
         fleet_items == embedded_items,
         "the fleet's items.parquet and the embedded run's must agree"

@@ -300,7 +300,11 @@ fn a_secret_reaches_the_target_and_nothing_else() {
         } else {
             std::fs::read_to_string(&path).unwrap()
         };
-        assert!(!text.contains(secret), "the secret is in {}", path.display());
+        assert!(
+            !text.contains(secret),
+            "the secret is in {}",
+            path.display()
+        );
     }
     assert!(!exit.stdout.contains(secret) && !exit.stderr.contains(secret));
 

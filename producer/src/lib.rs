@@ -13,8 +13,10 @@ use std::io::{self, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use evalfleet_contract::queue::{Message, QueueError, WorkQueue};
+use evalfleet_contract::registry::RunRegistry;
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_dataset::{DatasetError, DatasetReader, Position, ReadOptions};
 use evalfleet_model::record::ResultRecord;
@@ -52,6 +54,8 @@ pub struct Progress {
     /// outputs replace them, and the run says so once ([`Progress::replaced_summary`]).
     pub replaced: AtomicU64,
     pub replaced_fields: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// While a submit waits for room in the queue: the messages it holds (0 otherwise).
+    pub waiting: AtomicU64,
 }
 
 impl Progress {
@@ -137,7 +141,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
     queue: &Q,
     store: &S,
     progress: &Progress,
-    options: &ProduceOptions,
+    options: &ProduceOptions<'_>,
 ) -> Result<(), ProduceError> {
     let suite = validator.evaluator.suite.name.clone();
     // Records cross from the reader thread in batches: one hand-over per record would cost a
@@ -162,6 +166,7 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
         options,
         progress,
         batch: Vec::with_capacity(BATCH),
+        queued: 0,
         scenarios: HashSet::new(),
     };
     let mut outcome = Ok(());
@@ -222,12 +227,29 @@ pub async fn produce<Q: WorkQueue, S: ResultStore>(
     outcome
 }
 
-/// What a producer does beyond streaming: the fleet resumes runs.
-#[derive(Debug, Clone, Default)]
-pub struct ProduceOptions {
+/// What a producer does beyond streaming: the fleet resumes runs and keeps a window.
+#[derive(Default)]
+pub struct ProduceOptions<'a> {
     /// Publish only examples without a stored result (re-submitting a run resumes it).
     pub resume: bool,
+    /// A resumed submit: the examples up to this dataset index were published before (they
+    /// are in the queue, or done): publish only what comes after.
+    pub published_through: Option<u64>,
+    /// The fleet: how much the broker may hold, and where progress is recorded.
+    pub window: Option<Window<'a>>,
 }
+
+/// The broker holds a window of the run, not the run: a submit keeps at most `max_queued`
+/// messages waiting in the work queue (`fleet.max_queued`), waiting for the workers when it is
+/// full, and records after each confirmed batch how far it published, so that submitting again
+/// resumes after it instead of publishing again what waits in the queue.
+pub struct Window<'a> {
+    pub max_queued: u64,
+    pub registry: &'a dyn RunRegistry,
+}
+
+/// How often a submit waiting for room in the queue reads its depth again.
+const WINDOW_POLL: Duration = Duration::from_millis(250);
 
 /// Batches messages for the queue, dropping already-stored examples when resuming, and stores
 /// each scenario the messages name (a recorded example's, or a target run's record's) before
@@ -236,9 +258,12 @@ struct Outbox<'a, Q, S> {
     queue: &'a Q,
     store: &'a S,
     run_id: &'a str,
-    options: &'a ProduceOptions,
+    options: &'a ProduceOptions<'a>,
     progress: &'a Progress,
     batch: Vec<Message>,
+    /// What this submit believes waits in the queue: the depth it last read plus what it
+    /// published since (an overestimate: workers take messages meanwhile).
+    queued: u64,
     /// Digests of the scenarios stored for this run so far.
     scenarios: HashSet<String>,
 }
@@ -264,6 +289,9 @@ impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
 
     async fn flush(&mut self) -> Result<(), ProduceError> {
         let mut batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+        if let Some(through) = self.options.published_through {
+            batch.retain(|m| m.index > through);
+        }
         if self.options.resume && !batch.is_empty() {
             let indices: Vec<u64> = batch.iter().map(|m| m.index).collect();
             let stored = self.store.stored(self.run_id, &indices).await?;
@@ -274,8 +302,48 @@ impl<Q: WorkQueue, S: ResultStore> Outbox<'_, Q, S> {
             return Ok(());
         }
         let n = batch.len() as u64;
+        let last = batch.last().map(|m| m.index);
+        self.wait_for_room(n).await?;
         self.queue.publish(batch).await?;
         self.progress.published.fetch_add(n, Ordering::Relaxed);
+        if let (Some(window), Some(last)) = (&self.options.window, last) {
+            self.queued += n;
+            window
+                .registry
+                .set_published_through(self.run_id, last)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// With a window: returns once `n` more messages fit in the queue, reading its depth when
+    /// the estimate says it may be full (a queue that cannot tell its depth never waits).
+    async fn wait_for_room(&mut self, n: u64) -> Result<(), ProduceError> {
+        let Some(window) = &self.options.window else {
+            return Ok(());
+        };
+        let max = window.max_queued.max(n);
+        let mut said = false;
+        while self.queued + n > max {
+            let Some(depth) = self.queue.backlog().await? else {
+                break;
+            };
+            self.queued = depth;
+            if depth + n <= max {
+                break;
+            }
+            self.progress.waiting.store(depth, Ordering::Relaxed);
+            if !std::mem::replace(&mut said, true) {
+                tracing::info!(
+                    run = self.run_id,
+                    queued = depth,
+                    max_queued = window.max_queued,
+                    "the queue holds the window: waiting for the workers"
+                );
+            }
+            tokio::time::sleep(WINDOW_POLL).await;
+        }
+        self.progress.waiting.store(0, Ordering::Relaxed);
         Ok(())
     }
 }

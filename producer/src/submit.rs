@@ -14,7 +14,7 @@ use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::spec::RunSpec;
 use evalfleet_suites::target::{Secrets, TargetPlan};
 
-use crate::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
+use crate::{open_dataset, produce, ProduceError, ProduceOptions, Progress, Window};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
@@ -38,6 +38,9 @@ pub struct SubmitRequest {
     /// The dataset's format; None = from the file.
     pub format: Option<Format>,
     pub spec: RunSpec,
+    /// `fleet.max_queued`: at most this many of the run's messages wait in the queue; None: no
+    /// window.
+    pub max_queued: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,7 +103,19 @@ where
             TargetPlan::compile(target.clone(), Secrets::Keep).map_err(SubmitError::Target)?;
         validator = validator.with_target(Arc::new(plan));
     }
-    let options = ProduceOptions { resume: resumed };
+    let published_through = if resumed {
+        store.published_through(&req.run_id).await?
+    } else {
+        None
+    };
+    let options = ProduceOptions {
+        resume: resumed,
+        published_through,
+        window: req.max_queued.map(|max_queued| Window {
+            max_queued,
+            registry: store,
+        }),
+    };
     let reader = open_dataset(
         &req.dataset,
         &suite.read_options(req.format),

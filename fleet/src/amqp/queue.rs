@@ -227,4 +227,9 @@ impl WorkQueue for AmqpQueue {
     async fn stop_consuming(&self) -> Result<(), QueueError> {
         Ok(self.inner.consuming.stop().await?)
     }
+
+    /// The work queue's ready messages (a passive declare).
+    async fn backlog(&self) -> Result<Option<u64>, QueueError> {
+        Ok(Some(u64::from(self.depths().await?.examples)))
+    }
 }

@@ -205,6 +205,9 @@ impl RedisStore {
 
 /// The registry contract, for every role: the methods above, with the spec typed (parsed here
 /// and nowhere else) and errors as the store seam sees them (transient ones stay transient).
+/// The registry hash's field for [`RunRegistry::set_published_through`].
+const PUBLISHED_THROUGH: &str = "published_through";
+
 #[async_trait]
 impl RunRegistry for RedisStore {
     async fn register(&self, meta: &RunMeta, spec: &RunSpec) -> Result<bool, StoreError> {
@@ -232,6 +235,25 @@ impl RunRegistry for RedisStore {
 
     async fn add_published(&self, id: &str, n: u64) -> Result<(), StoreError> {
         Ok(RedisStore::add_published(self, id, n).await?)
+    }
+
+    async fn set_published_through(&self, id: &str, index: u64) -> Result<(), StoreError> {
+        Ok(self
+            .set_field(id, PUBLISHED_THROUGH, &index.to_string())
+            .await?)
+    }
+
+    async fn published_through(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        let value = self.field(id, PUBLISHED_THROUGH).await?;
+        value
+            .map(|v| {
+                v.parse().map_err(|_| {
+                    StoreError::Backend(format!(
+                        "run '{id}': {PUBLISHED_THROUGH} is not an index: {v:?}"
+                    ))
+                })
+            })
+            .transpose()
     }
 
     async fn set_total(&self, id: &str, total: u64) -> Result<(), StoreError> {

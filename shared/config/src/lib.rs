@@ -88,6 +88,9 @@ pub struct FleetConfig {
     pub delivery_limit: u32,
     /// Finished runs' keys expire after this many hours.
     pub retention_hours: u64,
+    /// `submit` keeps at most this many of a run's messages waiting in the work queue, and
+    /// waits for the workers when it is full (0: no window).
+    pub max_queued: u64,
     /// Examples a worker processes at once.
     pub worker_concurrency: usize,
     /// Seconds a stopping worker gives in-flight examples.
@@ -117,6 +120,7 @@ impl Default for FleetConfig {
             prefix: "evalfleet".into(),
             delivery_limit: 5,
             retention_hours: 168,
+            max_queued: 200_000,
             worker_concurrency: 64,
             shutdown_deadline_s: 30,
             fleet_rate_limits: true,

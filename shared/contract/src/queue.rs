@@ -141,6 +141,12 @@ pub trait WorkQueue: Send + Sync + 'static {
     /// for other consumers at once, deliveries already handed out can still be settled, and
     /// `next()` returns None from now on.
     async fn stop_consuming(&self) -> Result<(), QueueError>;
+    /// How many messages wait in the queue for a consumer, when the queue can tell (RabbitMQ's
+    /// ready count); a producer keeps its window with it. None: it cannot (the in-process
+    /// queue bounds itself).
+    async fn backlog(&self) -> Result<Option<u64>, QueueError> {
+        Ok(None)
+    }
 }
 
 /// The embedded queue: publishers wait while `capacity` chunks are queued (so memory stays flat

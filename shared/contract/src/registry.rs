@@ -104,6 +104,11 @@ pub trait RunRegistry: Send + Sync + 'static {
     async fn spec(&self, id: &str) -> Result<Option<RunSpec>, StoreError>;
     /// Counts `n` more published messages.
     async fn add_published(&self, id: &str, n: u64) -> Result<(), StoreError>;
+    /// Records that every example of the run up to dataset index `index` is published
+    /// (confirmed by the queue): a resumed submit publishes only what comes after.
+    async fn set_published_through(&self, id: &str, index: u64) -> Result<(), StoreError>;
+    /// The index [`RunRegistry::set_published_through`] recorded last, if any.
+    async fn published_through(&self, id: &str) -> Result<Option<u64>, StoreError>;
     /// Sets the number of examples (known once the producer has read the whole dataset).
     async fn set_total(&self, id: &str, total: u64) -> Result<(), StoreError>;
     /// Changes the run's status. Complete or cancelled: `finished_at` is set and the run's
@@ -144,6 +149,7 @@ struct Entry {
     summary: Option<String>,
     report_dir: Option<String>,
     failed: HashMap<u64, String>,
+    published_through: Option<u64>,
 }
 
 /// The registry in memory: for the roles' and the run operations' tests, and for anything that
@@ -204,6 +210,7 @@ impl RunRegistry for InProcessRegistry {
             summary: None,
             report_dir: None,
             failed: HashMap::new(),
+            published_through: None,
         });
         Ok(true)
     }
@@ -228,6 +235,14 @@ impl RunRegistry for InProcessRegistry {
 
     async fn add_published(&self, id: &str, n: u64) -> Result<(), StoreError> {
         self.with_run(id, |e| e.meta.published += n)
+    }
+
+    async fn set_published_through(&self, id: &str, index: u64) -> Result<(), StoreError> {
+        self.with_run(id, |e| e.published_through = Some(index))
+    }
+
+    async fn published_through(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        Ok(self.read(id, |e| e.published_through)?.flatten())
     }
 
     async fn set_total(&self, id: &str, total: u64) -> Result<(), StoreError> {

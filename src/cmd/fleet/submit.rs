@@ -86,7 +86,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
                 target: target.as_ref().map(|f| f.target.clone()),
                 target_model: target.as_ref().and_then(|f| f.choice.model.clone()),
             };
-            submit_one(&args, id, spec, &queue, &store).await?;
+            submit_one(&args, id, spec, config.fleet.max_queued, &queue, &store).await?;
         }
         if !args.wait {
             return Ok(Exit::Success);
@@ -156,6 +156,7 @@ async fn submit_one(
     args: &SubmitArgs,
     run_id: &str,
     spec: RunSpec,
+    max_queued: u64,
     queue: &AmqpQueue,
     store: &RedisStore,
 ) -> anyhow::Result<()> {
@@ -180,6 +181,7 @@ async fn submit_one(
         dataset: args.dataset.clone(),
         format: args.format,
         spec,
+        max_queued: Some(max_queued).filter(|m| *m > 0),
     };
     let outcome = submit(&req, queue, store, progress.clone()).await;
     mirror.abort();

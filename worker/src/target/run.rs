@@ -285,7 +285,11 @@ impl RunTarget {
 
     /// One call to the target (at `at`, which names a batch generation): its reply and what
     /// the call took.
-    async fn call(&self, pending: &PendingRecord, at: &ExampleAt<'_>) -> Result<Answer, NotGenerated> {
+    async fn call(
+        &self,
+        pending: &PendingRecord,
+        at: &ExampleAt<'_>,
+    ) -> Result<Answer, NotGenerated> {
         let name = self.name().to_owned();
         let not_called = |reason: String| NotGenerated::failed(reason, None);
         match &self.caller {

@@ -62,8 +62,21 @@ pub async fn registry_keeps_a_runs_life<R: RunRegistry>(registry: &R, id: &str) 
     assert_eq!(registry.run("no-such-run").await.expect("run"), None);
     assert_eq!(registry.spec("no-such-run").await.expect("spec"), None);
 
+    assert_eq!(registry.published_through(id).await.expect("through"), None);
     registry.add_published(id, 3).await.expect("published");
+    registry
+        .set_published_through(id, 2)
+        .await
+        .expect("through");
     registry.add_published(id, 2).await.expect("published");
+    registry
+        .set_published_through(id, 4)
+        .await
+        .expect("through");
+    assert_eq!(
+        registry.published_through(id).await.expect("through"),
+        Some(4)
+    );
     registry.set_total(id, 5).await.expect("total");
     registry
         .set_status(id, RunStatus::Running)
