@@ -7,7 +7,7 @@
 //!
 //! | key | type | holds |
 //! |---|---|---|
-//! | `run:{id}` | hash | suite, status, total, published, created_at, finished_at, dataset, judge, gates_passed, report_dir, free fields |
+//! | `run:{id}` | hash | suite, status, total, published, published_through, created_at, finished_at, dataset, judge, gates_passed, report_dir, free fields |
 //! | `run:{id}:spec` | string | the run's spec JSON |
 //! | `run:{id}:results` | hash | index → result record JSON |
 //! | `run:{id}:counts` | hash | ok, failed, skipped |
