@@ -1,9 +1,12 @@
-//! Folding: each followed run's results, folded once each into its incremental aggregates, and
-//! kept in a local [`Spill`] file, so that a run this aggregator saw whole is reported from
-//! local disk instead of reading every record back from Redis. No Redis here: the service feeds
-//! it the records of the events stream.
+//! Folding: each followed run's results, folded once each into its incremental aggregates,
+//! appended to this aggregator's durable result log of the run (`results_log.rs`: synced before
+//! the events are acknowledged, since an event is its result's only copy), and kept in a local
+//! [`Spill`] file, so that a run this aggregator saw whole is reported straight from it. No
+//! Redis here: the service feeds it the records of the events stream.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
+use std::io;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use evalfleet_contract::registry::RunStatus;
@@ -11,6 +14,8 @@ use evalfleet_contract::spill::Spill;
 use evalfleet_model::record::ResultRecord;
 use evalfleet_report::aggregate::RunAggregator;
 use evalfleet_suites::spec::RunSpec;
+
+use crate::results_log::{self, ResultLog};
 
 /// One run being followed.
 pub(crate) struct Tracked {
@@ -27,8 +32,10 @@ pub(crate) struct Tracked {
     /// When a sweep first found every result stored while folding was behind.
     behind_since: Option<Instant>,
     /// The folded records; None when the file could not be created or written (the report
-    /// then reads the records from the store).
+    /// then replays the result logs).
     kept: Option<Spill>,
+    /// The folded records, durable (what the events are acknowledged against).
+    log: ResultLog,
 }
 
 /// What a run's report can be written from when this aggregator folded all of its results.
@@ -39,11 +46,19 @@ pub(crate) struct Complete {
 }
 
 impl Tracked {
-    pub(crate) fn new(run_id: &str, spec: RunSpec) -> Self {
+    /// Follows `run_id`, logging its results in `logs` as `consumer`. Err when the log cannot
+    /// be created: its events must then not be acknowledged.
+    pub(crate) fn new(
+        run_id: &str,
+        spec: RunSpec,
+        logs: &std::path::Path,
+        consumer: &str,
+    ) -> io::Result<Self> {
+        let log = ResultLog::create(logs, consumer)?;
         let kept = Spill::new(run_id)
-            .map_err(|e| tracing::warn!(run = run_id, error = %e, "cannot create a spill file; the report will read the results from the store"))
+            .map_err(|e| tracing::warn!(run = run_id, error = %e, "cannot create a spill file; the report will replay the result logs"))
             .ok();
-        Tracked {
+        Ok(Tracked {
             agg: RunAggregator::new(&spec.suite),
             spec,
             folded: Vec::new(),
@@ -52,11 +67,15 @@ impl Tracked {
             nudged: false,
             behind_since: None,
             kept,
-        }
+            log,
+        })
     }
 
-    /// Folds `rec` (stored as `json`) unless its index was folded before.
-    pub(crate) fn fold(&mut self, rec: &ResultRecord, json: &[u8]) {
+    /// Folds `rec` (stored as `json`) unless its index was folded before; logs it either way
+    /// (a redelivered result is logged again, and the replay keeps one). Err when it cannot be
+    /// logged: its event must not be acknowledged.
+    pub(crate) fn fold(&mut self, rec: &ResultRecord, json: &[u8]) -> io::Result<()> {
+        self.log.append(rec.index, rec.outcome, json)?;
         let (word, bit) = ((rec.index / 64) as usize, rec.index % 64);
         if self.folded.len() <= word {
             self.folded.resize(word + 1, 0);
@@ -67,11 +86,12 @@ impl Tracked {
             self.agg.observe(rec);
             if let Some(kept) = &self.kept {
                 if let Err(e) = kept.put(rec.index, rec.outcome, json) {
-                    tracing::warn!(run = %rec.run_id, error = %e, "cannot keep a result locally; the report will read the results from the store");
+                    tracing::warn!(run = %rec.run_id, error = %e, "cannot keep a result locally; the report will replay the result logs");
                     self.kept = None;
                 }
             }
         }
+        Ok(())
     }
 
     /// Whether this aggregator has just folded the run's last result, so it can be finished
@@ -99,71 +119,55 @@ pub(crate) fn worth_following(status: Option<RunStatus>) -> bool {
 }
 
 /// Every run this aggregator follows, by id.
-#[derive(Default)]
 pub(crate) struct Folding {
     runs: HashMap<String, Tracked>,
-    ended: Ended,
-}
-
-/// Runs recently finished: events of theirs that arrive late (a run is
-/// complete once its results are stored, which can be before their events are read) are not
-/// followed again, which would keep a run nobody reports in memory for good.
-#[derive(Default)]
-struct Ended {
-    ids: HashSet<String>,
-    order: VecDeque<String>,
-}
-
-impl Ended {
-    /// How many are remembered: late events come within seconds, from a few runs.
-    const KEEP: usize = 1024;
-
-    fn insert(&mut self, run_id: &str) {
-        if self.ids.insert(run_id.to_owned()) {
-            self.order.push_back(run_id.to_owned());
-            if self.order.len() > Self::KEEP {
-                if let Some(old) = self.order.pop_front() {
-                    self.ids.remove(&old);
-                }
-            }
-        }
-    }
+    /// Where runs' report directories (and their result logs) are.
+    reports_dir: PathBuf,
+    /// This aggregator's name: its logs' names.
+    consumer: String,
 }
 
 impl Folding {
+    pub(crate) fn new(reports_dir: PathBuf, consumer: &str) -> Self {
+        Folding {
+            runs: HashMap::new(),
+            reports_dir,
+            consumer: consumer.to_owned(),
+        }
+    }
+
     pub(crate) fn is_tracked(&self, run_id: &str) -> bool {
         self.runs.contains_key(run_id)
     }
 
-    /// Whether the run was finished lately: its events are not followed.
-    pub(crate) fn has_ended(&self, run_id: &str) -> bool {
-        self.ended.ids.contains(run_id)
-    }
-
-    /// Marks a run finished (it is not followed from now on).
+    /// Stops following a run (finished elsewhere).
     pub(crate) fn end(&mut self, run_id: &str) {
         self.runs.remove(run_id);
-        self.ended.insert(run_id);
     }
 
-    /// A run seen running again (`retry` reopened it): its events are followed again.
-    pub(crate) fn reopen(&mut self, run_id: &str) {
-        if self.ended.ids.remove(run_id) {
-            self.ended.order.retain(|id| id != run_id);
+    /// Follows `run_id` (unless it is followed already). Err when its result log cannot be
+    /// created.
+    pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) -> io::Result<()> {
+        if !self.runs.contains_key(run_id) {
+            let logs = results_log::dir(&self.reports_dir, run_id);
+            let tracked = Tracked::new(run_id, spec, &logs, &self.consumer)?;
+            self.runs.insert(run_id.to_owned(), tracked);
+        }
+        Ok(())
+    }
+
+    /// Folds a record of a tracked run (others are ignored). Err when it cannot be logged.
+    pub(crate) fn fold(&mut self, run_id: &str, rec: &ResultRecord, json: &[u8]) -> io::Result<()> {
+        match self.runs.get_mut(run_id) {
+            Some(t) => t.fold(rec, json),
+            None => Ok(()),
         }
     }
 
-    pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) {
-        self.runs
-            .entry(run_id.to_owned())
-            .or_insert_with(|| Tracked::new(run_id, spec));
-    }
-
-    /// Folds a record of a tracked run (others are ignored).
-    pub(crate) fn fold(&mut self, run_id: &str, rec: &ResultRecord, json: &[u8]) {
-        if let Some(t) = self.runs.get_mut(run_id) {
-            t.fold(rec, json);
-        }
+    /// Syncs every followed run's result log: what was folded survives a crash, and its
+    /// events may be acknowledged.
+    pub(crate) fn sync(&mut self) -> io::Result<()> {
+        self.runs.values_mut().try_for_each(|t| t.log.sync())
     }
 
     pub(crate) fn get(&self, run_id: &str) -> Option<&Tracked> {
@@ -176,11 +180,9 @@ impl Folding {
         }
     }
 
-    /// Stops following a run (it is being finished): its late events are ignored.
+    /// Stops following a run (it is being finished): what was folded of it.
     pub(crate) fn take(&mut self, run_id: &str) -> Option<Tracked> {
-        let tracked = self.runs.remove(run_id);
-        self.ended.insert(run_id);
-        tracked
+        self.runs.remove(run_id)
     }
 
     /// Whether to wait for folding to catch up before finishing `run_id`, whose `done` results
@@ -241,13 +243,20 @@ pub(crate) mod tests {
 
     /// Folds a record the way the service does: with its stored JSON.
     fn fold(f: &mut Folding, run: &str, rec: &ResultRecord) {
-        f.fold(run, rec, &serde_json::to_vec(rec).unwrap());
+        f.fold(run, rec, &serde_json::to_vec(rec).unwrap()).unwrap();
+    }
+
+    /// A folding whose result logs go to a temporary reports directory (kept alive with it).
+    fn folding() -> (tempfile::TempDir, Folding) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Folding::new(dir.path().to_owned(), "agg");
+        (dir, f)
     }
 
     #[test]
     fn a_run_is_reported_all_folded_once_when_its_last_result_arrives() {
-        let mut f = Folding::default();
-        f.track("r", spec());
+        let (_logs, mut f) = folding();
+        f.track("r", spec()).unwrap();
         fold(&mut f, "r", &skipped(0));
         assert!(!f.any_all_folded(), "the total is not known yet");
         f.set_total("r", 3);
@@ -261,7 +270,6 @@ pub(crate) mod tests {
         let t = f.take("r").expect("tracked");
         assert_eq!(t.agg.totals.skipped, 3);
         assert!(f.get("r").is_none());
-        assert!(f.has_ended("r"), "its late events are not followed");
     }
 
     #[test]
@@ -275,8 +283,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_complete_run_waits_a_while_for_its_events() {
-        let mut f = Folding::default();
-        f.track("r", spec());
+        let (_logs, mut f) = folding();
+        f.track("r", spec()).unwrap();
         fold(&mut f, "r", &skipped(0));
         let hour = Duration::from_secs(3600);
         assert!(f.lagging("r", 2, hour), "one stored result not folded yet");
@@ -287,30 +295,14 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn ended_runs_are_remembered_up_to_a_bound() {
-        let mut f = Folding::default();
-        f.track("r", spec());
-        f.end("r");
-        assert!(!f.is_tracked("r") && f.has_ended("r"));
-        f.reopen("r");
-        assert!(!f.has_ended("r"), "reopened by retry");
-        f.end("r");
-        for i in 0..Ended::KEEP {
-            f.end(&format!("later{i}"));
-        }
-        assert!(!f.has_ended("r"), "the oldest is forgotten");
-        assert!(f.has_ended(&format!("later{}", Ended::KEEP - 1)));
-    }
-
-    #[test]
     fn a_run_folded_whole_is_reported_from_its_kept_records() {
-        let mut f = Folding::default();
-        f.track("r", spec());
+        let (_logs, mut f) = folding();
+        f.track("r", spec()).unwrap();
         for i in [2, 0, 1, 0] {
             fold(&mut f, "r", &skipped(i));
         }
         let (t, u) = (f.take("r").unwrap(), {
-            f.track("u", spec());
+            f.track("u", spec()).unwrap();
             fold(&mut f, "u", &skipped(0));
             f.take("u").unwrap()
         });

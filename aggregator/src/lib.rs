@@ -9,6 +9,7 @@ pub mod http;
 pub mod metrics;
 pub mod queue_gauges;
 pub mod report_writer;
+mod results_log;
 pub mod service;
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,9 @@ pub enum AggregatorError {
     Store(#[from] StoreError),
     #[error("writing the reports of run '{run}': {message}")]
     Report { run: String, message: String },
+    /// Results could not be written durably: their events are not acknowledged.
+    #[error("logging results of run '{run}': {source}")]
+    Log { run: String, source: std::io::Error },
 }
 
 /// Folds every event batch into `agg` until the event channel closes; `seen` counts records.

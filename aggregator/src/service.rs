@@ -22,6 +22,7 @@ use evalfleet_suites::spec::RunSpec;
 use crate::fold::{worth_following, Folding};
 use crate::metrics::metrics;
 use crate::report_writer::{write_run_reports, Destination, Written};
+use crate::results_log;
 use crate::{completion, gauges, queue_gauges, AggregatorError};
 use tokio_util::sync::CancellationToken;
 
@@ -66,10 +67,11 @@ pub struct Aggregator<S, D> {
 
 impl<S: Results, D: QueueDepths> Aggregator<S, D> {
     pub fn new(store: S, opts: AggregatorOptions) -> Self {
+        let folding = Folding::new(opts.reports_dir.clone(), &opts.consumer);
         Aggregator {
             store,
             opts,
-            folding: Mutex::new(Folding::default()),
+            folding: Mutex::new(folding),
             queue_depths: None,
         }
     }
@@ -156,17 +158,13 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
         }
         let mut ids = Vec::with_capacity(batch.len());
         for event in batch {
-            ids.push(event.id.clone());
+            ids.push((event.id.clone(), event.run_id.clone()));
             let Some(record) = event.record else { continue };
-            let (tracked, ended) = self.folding().map_or((false, false), |f| {
-                (f.is_tracked(&event.run_id), f.has_ended(&event.run_id))
-            });
-            if ended {
-                continue;
-            }
+            let tracked = self.folding().is_some_and(|f| f.is_tracked(&event.run_id));
             if !tracked {
-                // A late event of a run already finished (by us before a restart, or by
-                // another aggregator) is not followed again.
+                // An event of a run not followed here: of a run finished (by us before a
+                // restart, or by another aggregator), not followed again; of a run `retry`
+                // reopened, followed again — its results must reach a log.
                 let meta = RunRegistry::run(&self.store, &event.run_id).await?;
                 if !worth_following(meta.map(|m| m.status)) {
                     if let Some(mut f) = self.folding() {
@@ -177,7 +175,12 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 match self.store.spec(&event.run_id).await {
                     Ok(Some(spec)) => {
                         if let Some(mut f) = self.folding() {
-                            f.track(&event.run_id, spec);
+                            f.track(&event.run_id, spec).map_err(|source| {
+                                AggregatorError::Log {
+                                    run: event.run_id.clone(),
+                                    source,
+                                }
+                            })?;
                         }
                     }
                     Ok(None) => continue,
@@ -189,8 +192,19 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 }
             }
             if let Some(mut f) = self.folding() {
-                f.fold(&event.run_id, &record, &event.json);
+                f.fold(&event.run_id, &record, &event.json)
+                    .map_err(|source| AggregatorError::Log {
+                        run: event.run_id.clone(),
+                        source,
+                    })?;
             }
+        }
+        // An event is its result's only copy: acknowledged only once the result is on disk.
+        if let Some(mut f) = self.folding() {
+            f.sync().map_err(|source| AggregatorError::Log {
+                run: "(followed runs)".into(),
+                source,
+            })?;
         }
         events.ack(&ids).await?;
         Ok(())
@@ -210,14 +224,15 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             &self.store,
             &self.opts.consumer,
             &mut SweepObserver(self),
-            |meta, total, done| self.finish(meta, total, done),
+            |meta, _total, done| self.finish(meta, done),
         )
         .await
     }
 
-    /// Writes a complete run's reports and marks it complete (unless its events are still
-    /// being folded: a later sweep does it).
-    async fn finish(&self, meta: RunMeta, total: u64, done: u64) -> Result<(), AggregatorError> {
+    /// Writes a complete run's reports and marks it complete — unless its results are not all
+    /// durable yet (events still being folded here, or pending at an aggregator that died and
+    /// not claimed yet): a later sweep does it.
+    async fn finish(&self, meta: RunMeta, done: u64) -> Result<(), AggregatorError> {
         let run = meta.id.clone();
         if self
             .folding()
@@ -229,6 +244,35 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             run: run.clone(),
             message,
         };
+        // Results whose events are not acknowledged yet are in no log: not yet.
+        if self.store.in_flight(&run).await? > 0 {
+            return Ok(());
+        }
+        let logs = results_log::dir(&self.opts.reports_dir, &run);
+        // Folded whole here, and nobody else logged part of it (another aggregator, or this
+        // one before a restart): the report comes from what was folded. Otherwise from the
+        // run's result logs, once they hold every stored result.
+        let alone = results_log::logs(&logs).is_ok_and(|l| l.len() <= 1);
+        let whole_here = alone
+            && self
+                .folding()
+                .and_then(|f| f.get(&run).map(|t| t.folded_count == done))
+                .unwrap_or(false);
+        let replayed = if whole_here {
+            None
+        } else {
+            let (id, dir) = (run.clone(), logs.clone());
+            let spill = tokio::task::spawn_blocking(move || results_log::replay(&id, &dir))
+                .await
+                .map_err(|e| report_err(e.to_string()))?
+                .map_err(|e| report_err(format!("replaying the result logs: {e}")))?;
+            let durable = spill.count().map_err(|e| report_err(e.to_string()))?;
+            if durable < done {
+                tracing::debug!(run = %run, durable, done, "not every stored result is durable yet; finishing later");
+                return Ok(());
+            }
+            Some(spill)
+        };
         let tracked = self.folding().and_then(|mut f| f.take(&run));
         let spec: RunSpec = match &tracked {
             Some(t) => t.spec.clone(),
@@ -238,16 +282,15 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 .await?
                 .ok_or_else(|| report_err("the run's spec is gone".into()))?,
         };
-        let (incremental, kept) = match tracked.and_then(|t| t.complete(done)) {
-            Some(complete) => (Some(complete.agg), complete.items),
-            None => (None, None),
+        let (incremental, kept) = match (replayed, tracked.and_then(|t| t.complete(done))) {
+            (None, Some(complete)) => (Some(complete.agg), complete.items),
+            (replayed, _) => (None, replayed),
         };
         let rebuilt = incremental.is_none();
-        let from_store = kept.is_none();
-        let store = self.store.clone();
         let dir = self.opts.reports_dir.join(&run);
         let writing = Instant::now();
         let target = dir.clone();
+        let logs_dir = logs.clone();
         let inline_items = self.opts.inline_items;
         let written = tokio::task::spawn_blocking(move || -> Result<Written, String> {
             let finished_at = jiff::Timestamp::now();
@@ -255,15 +298,12 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 dir: &target,
                 inline_items,
             };
-            match kept {
-                Some(items) => {
-                    write_run_reports(&spec, &meta, incremental, &items, to, finished_at)
-                }
-                None => {
-                    let items = store.items(&meta.id, total).map_err(|e| e.to_string())?;
-                    write_run_reports(&spec, &meta, incremental, &items, to, finished_at)
-                }
-            }
+            let items = match kept {
+                Some(items) => items,
+                None => results_log::replay(&meta.id, &logs_dir)
+                    .map_err(|e| format!("replaying the result logs: {e}"))?,
+            };
+            write_run_reports(&spec, &meta, incremental, &items, to, finished_at)
         })
         .await
         .map_err(|e| report_err(e.to_string()))?
@@ -284,21 +324,19 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             dir = %dir.display(),
             report_seconds = writing.elapsed().as_secs_f64(),
             aggregates_rebuilt = rebuilt,
-            items_from_store = from_store,
             "run complete: reports written"
         );
         Ok(())
     }
 }
 
-/// What the aggregator does with what a sweep sees: run gauges and totals for running runs
-/// (a run `retry` reopened is followed again); runs finished elsewhere are no longer followed.
+/// What the aggregator does with what a sweep sees: run gauges and totals for running runs;
+/// runs finished elsewhere are no longer followed.
 struct SweepObserver<'a, S, D>(&'a Aggregator<S, D>);
 
 impl<S: Results, D: QueueDepths> completion::Observer for SweepObserver<'_, S, D> {
     fn running(&mut self, meta: &RunMeta, counts: Counts) {
         if let Some(mut f) = self.0.folding() {
-            f.reopen(&meta.id);
             if let Some(total) = meta.total {
                 f.set_total(&meta.id, total);
             }

@@ -14,6 +14,16 @@ fn xlen(key: &str) -> u64 {
     redis::cmd("XLEN").arg(key).query(&mut raw()).unwrap()
 }
 
+/// A run's results stored but not yet acknowledged by an aggregator.
+fn in_flight(counts: &str) -> u64 {
+    let n: Option<u64> = redis::cmd("HGET")
+        .arg(counts)
+        .arg("in_flight")
+        .query(&mut raw())
+        .unwrap();
+    n.unwrap_or(0)
+}
+
 #[tokio::test]
 async fn read_then_ack_removes_events() {
     let (store, cleanup) = store().await;
@@ -50,8 +60,17 @@ async fn read_then_ack_removes_events() {
             (e.index, format!("e{}", e.index).as_str())
         );
     }
-    let ids: Vec<String> = got.iter().chain(&rest).map(|e| e.id.clone()).collect();
+    let ids: Vec<(String, String)> = got
+        .iter()
+        .chain(&rest)
+        .map(|e| (e.id.clone(), e.run_id.clone()))
+        .collect();
+    let counts = format!("{}run:ev:counts", cleanup.0);
+    assert_eq!(in_flight(&counts), 5, "stored, not yet acknowledged");
     agg.ack(&ids).await.unwrap();
+    assert_eq!(in_flight(&counts), 0, "acknowledged: durable elsewhere");
+    agg.ack(&ids).await.unwrap();
+    assert_eq!(in_flight(&counts), 0, "counted once");
     agg.ack(&[]).await.unwrap();
     assert_eq!(xlen(&events_key), 0, "acked events are deleted");
     // A second EventStream in the same group (restart) sees nothing new.
@@ -96,7 +115,11 @@ async fn a_second_consumer_claims_what_a_crashed_one_left_unacked() {
         .record
         .as_ref()
         .is_some_and(|r| r.outcome == Outcome::Failed)));
-    let ids: Vec<String> = claimed.iter().chain(&more).map(|e| e.id.clone()).collect();
+    let ids: Vec<(String, String)> = claimed
+        .iter()
+        .chain(&more)
+        .map(|e| (e.id.clone(), e.run_id.clone()))
+        .collect();
     survivor.ack(&ids).await.unwrap();
     tokio::time::sleep(Duration::from_millis(350)).await;
     assert!(
@@ -126,7 +149,9 @@ async fn an_unreadable_record_arrives_as_none_and_a_lost_group_is_recreated() {
     assert_eq!(got.len(), 1);
     assert_eq!((got[0].run_id.as_str(), got[0].index), ("x", 9));
     assert!(got[0].record.is_none());
-    agg.ack(&[got[0].id.clone()]).await.unwrap();
+    agg.ack(&[(got[0].id.clone(), got[0].run_id.clone())])
+        .await
+        .unwrap();
 
     // Redis restarted without persistence: the stream and its group are gone.
     let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();

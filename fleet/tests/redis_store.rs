@@ -1,67 +1,27 @@
 //! The Redis result store against a real Redis: the shared store contract, the Lua put's
-//! atomicity under concurrent redeliveries, and streaming results back in index order.
+//! atomicity under concurrent redeliveries, and what a stored result leaves in Redis (a bit
+//! and its event: the record lives in the event until an aggregator wrote it durably).
 
 #[path = "redis_support.rs"]
 mod support;
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use evalfleet_contract::conformance::{
-    store_counts_each_index_once, store_keeps_scenarios_by_digest, store_streams_in_index_order,
+    store_counts_each_index_once, store_keeps_scenarios_by_digest,
 };
-use evalfleet_contract::store::{Counts, PutOutcome, ResultStore, StoreError};
-use evalfleet_fleet::redis::{EventStream, RedisStore, RunItems};
-use evalfleet_model::record::{Outcome, ResultRecord};
-use evalfleet_report::{ItemSource, ReportError};
+use evalfleet_contract::store::{Counts, PutOutcome, ResultStore};
+use evalfleet_fleet::redis::EventStream;
+use evalfleet_model::record::Outcome;
 use support::{record, store};
-
-/// The store for writing and RunItems for reading, as the one type the contract expects.
-struct StoreAndItems {
-    store: RedisStore,
-    items: RunItems,
-}
-
-#[async_trait]
-impl ResultStore for StoreAndItems {
-    async fn put(&self, rec: ResultRecord) -> Result<PutOutcome, StoreError> {
-        self.store.put(rec).await
-    }
-    async fn counts(&self, run_id: &str) -> Result<Counts, StoreError> {
-        ResultStore::counts(&self.store, run_id).await
-    }
-    async fn stored(&self, run_id: &str, indices: &[u64]) -> Result<Vec<bool>, StoreError> {
-        ResultStore::stored(&self.store, run_id, indices).await
-    }
-    async fn put_scenario(&self, run_id: &str, digest: &str, json: &str) -> Result<(), StoreError> {
-        self.store.put_scenario(run_id, digest, json).await
-    }
-    async fn scenario(&self, run_id: &str, digest: &str) -> Result<Option<String>, StoreError> {
-        self.store.scenario(run_id, digest).await
-    }
-}
-
-impl ItemSource for StoreAndItems {
-    fn for_each_item(
-        &self,
-        only: Option<Outcome>,
-        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
-    ) -> Result<(), ReportError> {
-        self.items.for_each_item(only, f)
-    }
-}
 
 #[tokio::test]
 async fn redis_store_honours_the_contract() {
     let (store, _cleanup) = store().await;
     store_counts_each_index_once(&store, "a").await;
     store_keeps_scenarios_by_digest(&store, "a").await;
-    let items = RunItems::new(&store, "b", 6).unwrap();
-    let both = StoreAndItems { store, items };
-    store_streams_in_index_order(&both, "b").await;
-    let stored = ResultStore::stored(&both, "a", &[0, 3, 4]).await.unwrap();
+    let stored = ResultStore::stored(&store, "a", &[0, 3, 4]).await.unwrap();
     assert_eq!(stored, vec![true, true, false]);
 }
 
@@ -128,72 +88,59 @@ async fn concurrent_redeliveries(grouped: bool) {
     assert!(per_index.values().all(|c| *c == 1), "one event per index");
 }
 
+/// A stored result leaves a bit in the run's `stored` bitmap (and one in `failed_bits` when it
+/// failed), its count, and its event carrying the record: no copy of the record stays in Redis
+/// once its event is acknowledged.
 #[tokio::test]
-async fn items_stream_across_batches_with_gaps_and_outcome_filter() {
-    let (store, _cleanup) = store().await;
-    let total = 2_500u64;
-    for i in (0..total).rev().filter(|i| i % 7 != 3) {
-        let o = if i % 5 == 0 {
-            Outcome::Failed
-        } else {
-            Outcome::Ok
-        };
-        store.put_record(&record("big", i, o)).await.unwrap();
-    }
-    let items = RunItems::new(&store, "big", total).unwrap();
-    let items = Arc::new(items);
-    let handles: Vec<_> = [None, Some(Outcome::Failed)]
-        .into_iter()
-        .map(|only| {
-            let items = items.clone();
-            std::thread::spawn(move || {
-                let mut seen = Vec::new();
-                items
-                    .for_each_item(only, &mut |r| {
-                        seen.push(r.index);
-                        Ok(())
-                    })
-                    .unwrap();
-                seen
-            })
-        })
-        .collect();
-    let mut results = handles.into_iter().map(|h| h.join().unwrap());
-    let all = results.next().unwrap();
-    let failed = results.next().unwrap();
-    let want: Vec<u64> = (0..total).filter(|i| i % 7 != 3).collect();
-    assert_eq!(all, want, "every stored index, in order, gaps skipped");
-    let want_failed: Vec<u64> = want.iter().copied().filter(|i| i % 5 == 0).collect();
-    assert_eq!(failed, want_failed);
-    // The callback's error stops the stream and comes back unchanged.
-    let err = items
-        .for_each_item(None, &mut |_| Err(ReportError::Source("stop".into())))
-        .unwrap_err();
-    assert!(matches!(err, ReportError::Source(ref m) if m == "stop"));
-}
-
-#[tokio::test]
-async fn a_corrupt_stored_record_is_reported_with_its_index() {
+async fn a_stored_result_is_a_bit_a_count_and_an_event() {
     let (store, cleanup) = store().await;
     store
-        .put_record(&record("bad", 0, Outcome::Ok))
+        .put_record(&record("s", 5, Outcome::Failed))
+        .await
+        .unwrap();
+    store
+        .put_record(&record("s", 9, Outcome::Ok))
         .await
         .unwrap();
     let mut raw = support::raw();
-    let _: () = redis::cmd("HSET")
-        .arg(format!("{}run:bad:results", cleanup.0))
-        .arg(1)
-        .arg("{not json")
+    let key = |part: &str| format!("{}run:s:{part}", cleanup.0);
+    let bit = |raw: &mut redis::Connection, part: &str, i: u64| -> u8 {
+        redis::cmd("GETBIT")
+            .arg(key(part))
+            .arg(i)
+            .query(raw)
+            .unwrap()
+    };
+    assert_eq!(
+        (
+            bit(&mut raw, "stored", 5),
+            bit(&mut raw, "stored", 9),
+            bit(&mut raw, "stored", 6)
+        ),
+        (1, 1, 0)
+    );
+    assert_eq!(
+        (
+            bit(&mut raw, "failed_bits", 5),
+            bit(&mut raw, "failed_bits", 9)
+        ),
+        (1, 0)
+    );
+    let results: bool = redis::cmd("EXISTS")
+        .arg(key("results"))
         .query(&mut raw)
         .unwrap();
-    let items = RunItems::new(&store, "bad", 2).unwrap();
-    let err = tokio::task::spawn_blocking(move || {
-        items
-            .for_each_item(None, &mut |_| Ok(()))
-            .unwrap_err()
-            .to_string()
-    })
-    .await
-    .unwrap();
-    assert!(err.contains("result 1 of run 'bad'"), "{err}");
+    assert!(!results, "no record hash");
+    let bytes: u64 = redis::cmd("STRLEN")
+        .arg(key("stored"))
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(bytes, 2, "ten indexes fit in two bytes");
+    let mut events = EventStream::new(&store, "agg", "a1").await.unwrap();
+    let got = events.read(10, Duration::from_millis(100)).await.unwrap();
+    let indexes: Vec<u64> = got
+        .iter()
+        .map(|e| e.record.as_ref().unwrap().index)
+        .collect();
+    assert_eq!(indexes, [5, 9], "the records travel in their events");
 }

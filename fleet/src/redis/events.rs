@@ -4,10 +4,12 @@
 //!
 //! An EventStream owns its own connection: XREADGROUP BLOCK holds the connection it is sent on
 //! until it returns, which would stall every other command multiplexed on the store's.
-//! Acked entries are deleted (XACK + XDEL), so the stream holds only unprocessed results; this
-//! assumes one consumer group (the aggregators) reads it.
+//! Acked entries are deleted (`ack.lua`: XACK + XDEL, and the result no longer counts as in
+//! flight), so the stream holds only the results not yet in a result log; this assumes one
+//! consumer group (the aggregators) reads it.
 
 use std::future::Future;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,13 +18,17 @@ use evalfleet_contract::store::StoreError;
 use evalfleet_model::record::ResultRecord;
 use redis::aio::ConnectionManager;
 use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadReply};
-use redis::{ErrorKind, ServerErrorKind};
+use redis::{ErrorKind, Script, ServerErrorKind};
 
 use super::error::{cmd_err, RedisError};
+use super::keys::Keys;
 use super::store::{manager_config, RedisStore, RESPONSE_TIMEOUT};
+
+static ACK: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/ack.lua")));
 
 pub struct EventStream {
     pub(crate) conn: ConnectionManager,
+    keys: Keys,
     key: String,
     group: String,
     consumer: String,
@@ -40,6 +46,7 @@ impl EventStream {
             .map_err(cmd_err("connect (events)", &key))?;
         let mut s = EventStream {
             conn,
+            keys: store.keys.clone(),
             key,
             group: group.to_owned(),
             consumer: consumer.to_owned(),
@@ -149,30 +156,30 @@ impl EventStream {
         Ok(reply.claimed.into_iter().map(|e| self.event(e)).collect())
     }
 
-    /// Acknowledges processed entries and deletes them from the stream.
-    pub async fn ack(&mut self, ids: &[String]) -> Result<(), RedisError> {
-        if ids.is_empty() {
+    /// Acknowledges processed entries, `(event id, run id)`, and deletes them from the stream;
+    /// each one acknowledged for the first time leaves its run's results in flight.
+    pub async fn ack(&mut self, events: &[(String, String)]) -> Result<(), RedisError> {
+        if events.is_empty() {
             return Ok(());
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("XACK")
-            .arg(&self.key)
-            .arg(&self.group)
-            .arg(ids)
-            .ignore()
-            .cmd("XDEL")
-            .arg(&self.key)
-            .arg(ids)
-            .ignore();
+        let mut call = ACK.prepare_invoke();
+        call.key(&self.key);
+        for (_, run) in events {
+            call.key(self.keys.run_part(run, "counts"));
+        }
+        call.arg(&self.group);
+        for (id, _) in events {
+            call.arg(id);
+        }
         timed(
             &self.key,
-            "XACK+XDEL",
+            "ack (EVALSHA ack.lua)",
             RESPONSE_TIMEOUT,
-            pipe.query_async::<()>(&mut self.conn),
+            call.invoke_async::<u64>(&mut self.conn),
         )
         .await?
-        .map_err(cmd_err("XACK+XDEL", &self.key))
+        .map(drop)
+        .map_err(cmd_err("ack (EVALSHA ack.lua)", &self.key))
     }
 
     fn event(&self, entry: StreamId) -> ResultEvent {
@@ -243,21 +250,27 @@ impl EventReader for EventStream {
         Ok(EventStream::claim_stale(self, min_idle, count).await?)
     }
 
-    async fn ack(&mut self, ids: &[String]) -> Result<(), StoreError> {
-        Ok(EventStream::ack(self, ids).await?)
+    async fn ack(&mut self, events: &[(String, String)]) -> Result<(), StoreError> {
+        Ok(EventStream::ack(self, events).await?)
     }
 }
 
 #[async_trait]
 impl ResultEvents for RedisStore {
     type Reader = EventStream;
-    type Items = super::RunItems;
 
     async fn join(&self, group: &str, consumer: &str) -> Result<EventStream, StoreError> {
         Ok(EventStream::new(self, group, consumer).await?)
     }
 
-    fn items(&self, run_id: &str, total: u64) -> Result<super::RunItems, StoreError> {
-        Ok(super::RunItems::new(self, run_id, total)?)
+    async fn in_flight(&self, run_id: &str) -> Result<u64, StoreError> {
+        let key = self.keys.run_part(run_id, "counts");
+        let n: Option<i64> = redis::cmd("HGET")
+            .arg(&key)
+            .arg("in_flight")
+            .query_async(&mut self.conn.clone())
+            .await
+            .map_err(cmd_err("HGET", &key))?;
+        Ok(n.unwrap_or(0).max(0) as u64)
     }
 }

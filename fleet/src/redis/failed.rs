@@ -36,9 +36,10 @@ impl RedisStore {
     /// messages for re-publishing. Failed results without a kept message stay as they are.
     pub async fn take_failed(&self, id: &str) -> Result<Vec<String>, RedisError> {
         let key = self.keys.run_part(id, "failed");
-        TAKE.key(self.keys.run_part(id, "results"))
+        TAKE.key(self.keys.run_part(id, "stored"))
             .key(self.keys.run_part(id, "counts"))
             .key(&key)
+            .key(self.keys.run_part(id, "failed_bits"))
             .invoke_async(&mut self.conn.clone())
             .await
             .map_err(cmd_err("take failed (EVALSHA take_failed.lua)", &key))

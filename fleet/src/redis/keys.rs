@@ -28,20 +28,21 @@ impl Keys {
         format!("{}run:{id}", self.prefix)
     }
 
-    /// `run:{id}:<part>`: spec, results, counts, failed, summary, scenarios, report_lock.
+    /// `run:{id}:<part>`: spec, stored, counts, failed, failed_bits, summary, scenarios,
+    /// report_lock.
     pub(crate) fn run_part(&self, id: &str, part: &str) -> String {
         format!("{}run:{id}:{part}", self.prefix)
     }
 
     /// Every key of a run that the retention TTL applies to, in the order the status script
-    /// expects: run, spec, results, counts, failed, summary, scenarios, then batch mode's
+    /// expects: run, spec, stored, counts, failed, summary, scenarios, then batch mode's
     /// questions, answers, parked, batches, next and providers (the script finds the batches'
-    /// custom_id lists and the providers' pending lists from the last two).
-    pub(crate) fn run_keys(&self, id: &str) -> [String; 13] {
+    /// custom_id lists and the providers' pending lists from them), then failed_bits.
+    pub(crate) fn run_keys(&self, id: &str) -> [String; 14] {
         [
             self.run(id),
             self.run_part(id, "spec"),
-            self.run_part(id, "results"),
+            self.run_part(id, "stored"),
             self.run_part(id, "counts"),
             self.run_part(id, "failed"),
             self.run_part(id, "summary"),
@@ -52,6 +53,7 @@ impl Keys {
             self.batch_part(id, "batches"),
             self.batch_part(id, "next"),
             self.batch_part(id, "providers"),
+            self.run_part(id, "failed_bits"),
         ]
     }
 
@@ -110,7 +112,7 @@ mod tests {
     fn keys_follow_the_contract() {
         let k = Keys::new("evalfleet:");
         assert_eq!(k.run("r1"), "evalfleet:run:r1");
-        assert_eq!(k.run_part("r1", "results"), "evalfleet:run:r1:results");
+        assert_eq!(k.run_part("r1", "stored"), "evalfleet:run:r1:stored");
         assert_eq!(k.runs(), "evalfleet:runs");
         assert_eq!(k.events(), "evalfleet:events");
         assert_eq!(

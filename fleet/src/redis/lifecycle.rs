@@ -140,14 +140,16 @@ impl RedisStore {
         if indices.is_empty() {
             return Ok(Vec::new());
         }
-        let key = self.keys.run_part(id, "results");
+        let key = self.keys.run_part(id, "stored");
         let mut pipe = redis::pipe();
         for i in indices {
-            pipe.cmd("HEXISTS").arg(&key).arg(*i);
+            pipe.cmd("GETBIT").arg(&key).arg(*i);
         }
-        pipe.query_async(&mut self.conn.clone())
+        let bits: Vec<u8> = pipe
+            .query_async(&mut self.conn.clone())
             .await
-            .map_err(cmd_err("HEXISTS (pipelined)", &key))
+            .map_err(cmd_err("GETBIT (pipelined)", &key))?;
+        Ok(bits.into_iter().map(|b| b == 1).collect())
     }
 
     /// Takes the run's report lock for `ttl` (SET NX PX): true for exactly one caller until

@@ -9,7 +9,8 @@
 //! |---|---|---|
 //! | `run:{id}` | hash | suite, status, total, published, published_through, created_at, finished_at, dataset, judge, gates_passed, report_dir, free fields |
 //! | `run:{id}:spec` | string | the run's spec JSON |
-//! | `run:{id}:results` | hash | index → result record JSON |
+//! | `run:{id}:stored` | bitmap | index → its result is stored (the exactly-once guard; the record itself travels in its event) |
+//! | `run:{id}:failed_bits` | bitmap | index → its stored result is `failed` (for `retry`) |
 //! | `run:{id}:counts` | hash | ok, failed, skipped |
 //! | `run:{id}:failed` | hash | index → message JSON of failed examples (for `retry`) |
 //! | `run:{id}:summary` | string | summary.md of the finished run |
@@ -22,7 +23,7 @@
 //! | `run:{id}:batch:batches` / `:next` / `:cids:<n>` | hash / counter / list | batch records, their numbering, their custom_ids |
 //! | `batch:runs` / `batch:lease:<provider>` | set / string | runs with batch work / a provider coordinator's lease (PX) |
 //! | `runs` | sorted set | run ids by creation time (unix ms) |
-//! | `events` | stream | `run`, `index`, `record` per stored result |
+//! | `events` | stream | `run`, `index`, `record` per stored result, until an aggregator wrote it durably (never trimmed) |
 //! | `cache:judge:<key>` | string | cached judge verdict JSON (EX ttl) |
 //! | `ratelimit:<key>` / `ratelimit:<key>:pause` | string | GCRA arrival time (µs) / fleet pause (PX) |
 //!
@@ -33,7 +34,6 @@ mod error;
 mod events;
 mod failed;
 mod group_commit;
-mod items;
 mod judge_cache;
 mod keys;
 mod lifecycle;
@@ -46,8 +46,7 @@ mod reconnect_tests;
 
 pub use error::RedisError;
 pub use events::EventStream;
-pub use items::{RunItems, BATCH};
 pub use judge_cache::RedisJudgeCache;
 pub use limiter::{FleetLimiter, PAUSE_POLL};
 pub use registry::{RunMeta, RunStatus};
-pub use store::{RedisConfig, RedisStore, EVENTS_MAXLEN};
+pub use store::{RedisConfig, RedisStore};

@@ -1,7 +1,8 @@
 //! The fleet's result store: a [`ResultStore`] over Redis, shared by every worker.
 //!
-//! `put` is one Lua script (`lua/put.lua`) keyed on the example's index: HSETNX the record, and
-//! only if it was new, count its outcome and XADD its event. Redis runs a script atomically, so a
+//! `put` is one Lua script (`lua/put.lua`) keyed on the example's index: set its bit in the
+//! run's `stored` bitmap, and only if it was new, count its outcome and XADD its event, which
+//! carries the record until an aggregator has written it durably. Redis runs a script atomically, so a
 //! message redelivered after a worker crash (or delivered twice to two workers) is stored,
 //! counted and announced exactly once — docs/DESIGN.md §8's "none is counted twice". Results a process
 //! stores concurrently share script calls ([`super::group_commit`]).
@@ -26,10 +27,6 @@ use super::keys::Keys;
 use evalfleet_model::redact::redact_url;
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/put.lua")));
-
-/// Events kept in the stream at most (approximately): acked events are deleted, so the stream
-/// only grows this long when no aggregator reads it. Results themselves are never trimmed.
-pub const EVENTS_MAXLEN: u64 = 1_000_000;
 
 /// How long a single command may take before the caller gets a (transient) error.
 pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,7 +59,6 @@ pub struct RedisStore {
     pub(crate) keys: Keys,
     pub(crate) retention: Duration,
     pub(crate) url: Arc<str>,
-    events_maxlen: u64,
     /// The result writer of this store and its clones, started by the first `put`.
     commit: Arc<OnceLock<GroupCommit>>,
 }
@@ -73,7 +69,6 @@ struct Writer {
     conn: ConnectionManager,
     keys: Keys,
     retention: Duration,
-    events_maxlen: u64,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -153,15 +148,8 @@ impl RedisStore {
             keys: Keys::new(&cfg.prefix),
             retention: cfg.retention,
             url: url.into(),
-            events_maxlen: EVENTS_MAXLEN,
             commit: Arc::default(),
         })
-    }
-
-    /// Caps the events stream at about `n` entries (default [`EVENTS_MAXLEN`]).
-    pub fn with_events_maxlen(mut self, n: u64) -> Self {
-        self.events_maxlen = n.max(1);
-        self
     }
 
     /// The key prefix this store writes under.
@@ -185,7 +173,6 @@ impl RedisStore {
             conn: self.conn.clone(),
             keys: self.keys.clone(),
             retention: self.retention,
-            events_maxlen: self.events_maxlen,
         }
     }
 
@@ -244,14 +231,14 @@ impl WriteResults for Writer {
         run: &str,
         records: &[ResultRecord],
     ) -> Result<Vec<PutOutcome>, RedisError> {
-        let results = self.keys.run_part(run, "results");
+        let results = self.keys.run_part(run, "stored");
         let mut call = PUT.prepare_invoke();
         call.key(&results)
             .key(self.keys.run_part(run, "counts"))
             .key(self.keys.events())
             .key(self.keys.run(run))
+            .key(self.keys.run_part(run, "failed_bits"))
             .arg(run)
-            .arg(self.events_maxlen)
             .arg(self.retention.as_millis() as u64);
         for rec in records {
             let json = serde_json::to_string(rec).map_err(|e| RedisError::Data {

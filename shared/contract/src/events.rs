@@ -3,9 +3,9 @@
 //! crashes leaves its unacknowledged events to be claimed by another.
 //!
 //! The fleet aggregator meets its backend only through this contract (with [`ResultStore`]
-//! and [`RunRegistry`]): Redis implements it with a stream and a consumer group. A run's items
-//! are read back through it too, in index order, when the aggregator did not keep them itself
-//! (after a restart, or with several aggregators sharing the stream).
+//! and [`RunRegistry`]): Redis implements it with a stream and a consumer group. An event is
+//! its result's only copy until an aggregator has written it durably (the aggregators' result
+//! logs beside the run's report) and acknowledged it.
 //!
 //! [`ResultStore`]: crate::store::ResultStore
 //! [`RunRegistry`]: crate::registry::RunRegistry
@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use evalfleet_model::record::ResultRecord;
-use evalfleet_report::ItemSource;
 
 use crate::store::StoreError;
 
@@ -44,20 +43,22 @@ pub trait EventReader: Send + 'static {
         min_idle: Duration,
         count: usize,
     ) -> Result<Vec<ResultEvent>, StoreError>;
-    /// The events are folded: nobody gets them again.
-    async fn ack(&mut self, ids: &[String]) -> Result<(), StoreError>;
+    /// The events `(event id, run id)` are folded and written durably: nobody gets them
+    /// again, and their results are no longer in flight.
+    async fn ack(&mut self, events: &[(String, String)]) -> Result<(), StoreError>;
 }
 
-/// Where results are announced and read back.
+/// Where results are announced. An event carries its result until an aggregator has folded
+/// it and written it durably: the store keeps only which indexes are stored, so what it holds
+/// is set by the results in flight, not by the run's size.
 #[async_trait]
 pub trait ResultEvents: Send + Sync + 'static {
     type Reader: EventReader;
-    type Items: ItemSource + Send + Sync + 'static;
     /// Joins (creating it if needed) the consumer group `group` as `consumer`. A new group
     /// starts at the first event still kept, so results stored before any aggregator ran are
     /// not missed.
     async fn join(&self, group: &str, consumer: &str) -> Result<Self::Reader, StoreError>;
-    /// The stored results of `run_id` at indices `0..total`, to be read in index order (on a
-    /// blocking thread: reading may wait on I/O).
-    fn items(&self, run_id: &str, total: u64) -> Result<Self::Items, StoreError>;
+    /// How many of the run's stored results no aggregator has acknowledged yet (their events
+    /// are their only copy): a run is reported once none is.
+    async fn in_flight(&self, run_id: &str) -> Result<u64, StoreError>;
 }

@@ -60,9 +60,19 @@ impl Spill {
     /// Keeps the record JSON `json` of `index` unless that index is kept already; whether it
     /// was new.
     pub fn put(&self, index: u64, outcome: Outcome, json: &[u8]) -> io::Result<bool> {
+        self.keep(index, outcome, json, false)
+    }
+
+    /// Keeps the record JSON `json` of `index`, replacing the one kept before if any (a result
+    /// stored again after `retry`: the latest is the run's).
+    pub fn put_latest(&self, index: u64, outcome: Outcome, json: &[u8]) -> io::Result<()> {
+        self.keep(index, outcome, json, true).map(drop)
+    }
+
+    fn keep(&self, index: u64, outcome: Outcome, json: &[u8], replace: bool) -> io::Result<bool> {
         let mut spill = self.lock()?;
         let i = index as usize;
-        if spill.slots.get(i).is_some_and(|s| s.len > 0) {
+        if !replace && spill.slots.get(i).is_some_and(|s| s.len > 0) {
             return Ok(false);
         }
         if spill.slots.len() <= i {
@@ -77,6 +87,11 @@ impl Spill {
             outcome: outcome as u8,
         };
         Ok(true)
+    }
+
+    /// How many indexes are kept.
+    pub fn count(&self) -> io::Result<u64> {
+        Ok(self.lock()?.slots.iter().filter(|s| s.len > 0).count() as u64)
     }
 
     /// Which of `indices` are kept.

@@ -2,11 +2,12 @@
 -- (complete or cancelled) expires after the retention; a run that is (re)opened — `retry` on a
 -- finished run — is kept until it finishes again.
 --
--- KEYS[1] run:{id}  KEYS[2] :spec  KEYS[3] :results  KEYS[4] :counts  KEYS[5] :failed
--- KEYS[6] :summary  KEYS[7] :scenarios (log-analysis ground truth by digest)
+-- KEYS[1] run:{id}  KEYS[2] :spec  KEYS[3] :stored (the exactly-once bitmap)  KEYS[4] :counts
+-- KEYS[5] :failed  KEYS[6] :summary  KEYS[7] :scenarios (log-analysis ground truth by digest)
 -- KEYS[8..13] batch mode's :batch:questions, :answers, :parked, :batches, :next (the last
 --   batch's number) and :providers (those with a pending list); the batches' custom_id lists
 --   (:batch:cids:<n>) and pending lists (:batch:pending:<provider>) are found from them
+-- KEYS[14] :failed_bits (which stored results are failed, for `retry`)
 -- ARGV[1] status   ARGV[2] retention in ms (0 = keep forever)   ARGV[3] now (RFC 3339)
 -- ARGV[4] '1' when ARGV[5] is the summary to store   ARGV[5] summary.md text
 -- ARGV[6..] extra field, value pairs for the registry hash

@@ -1,25 +1,23 @@
--- `evalfleet retry`: takes back the kept messages of failed examples and removes their failed
--- results (and their counts) in one step, so the re-published messages are stored afresh and
+-- `evalfleet retry`: takes back the kept messages of failed examples and clears their stored
+-- bits (and their counts) in one step, so the re-published messages are stored afresh and
 -- nothing is counted twice.
 --
--- KEYS[1] run:{id}:results   KEYS[2] run:{id}:counts   KEYS[3] run:{id}:failed
--- Returns the kept messages to re-publish: those whose result is failed (now removed) or was
+-- KEYS[1] run:{id}:stored   KEYS[2] run:{id}:counts   KEYS[3] run:{id}:failed
+-- KEYS[4] run:{id}:failed_bits
+-- Returns the kept messages to re-publish: those whose result is failed (now cleared) or was
 -- never stored. A message whose index holds a result that is not failed is dropped.
 
 local kept = redis.call('HGETALL', KEYS[3])
 local out = {}
 for i = 1, #kept, 2 do
   local index, message = kept[i], kept[i + 1]
-  local rec = redis.call('HGET', KEYS[1], index)
-  if not rec then
+  if redis.call('GETBIT', KEYS[1], index) == 0 then
     out[#out + 1] = message
-  else
-    local ok, decoded = pcall(cjson.decode, rec)
-    if ok and type(decoded) == 'table' and decoded['outcome'] == 'failed' then
-      redis.call('HDEL', KEYS[1], index)
-      redis.call('HINCRBY', KEYS[2], 'failed', -1)
-      out[#out + 1] = message
-    end
+  elseif redis.call('GETBIT', KEYS[4], index) == 1 then
+    redis.call('SETBIT', KEYS[1], index, 0)
+    redis.call('SETBIT', KEYS[4], index, 0)
+    redis.call('HINCRBY', KEYS[2], 'failed', -1)
+    out[#out + 1] = message
   end
 end
 redis.call('DEL', KEYS[3])
