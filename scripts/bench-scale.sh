@@ -27,7 +27,8 @@ rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 redis_start=$(mem)
 beam_start=$(rss_kb "$beam")
 
-role aggregator aggregator --http-addr 127.0.0.1:18680
+# The aggregator logs how long each report took (`report_seconds`).
+RUST_LOG=info role aggregator aggregator --http-addr 127.0.0.1:18680
 role worker worker --metrics-addr 127.0.0.1:18681
 sleep 1
 
@@ -49,7 +50,7 @@ kill "$sampler" 2>/dev/null || true
 read -r redis_peak beam_peak < "$work/peaks"
 sleep 2
 redis_after=$(mem)
-last=$(grep -o 'report_seconds=[0-9.]*' "$work/aggregator.log" | tail -1 | cut -d= -f2)
+last=$(sed 's/\x1b\[[0-9;]*m//g' "$work/aggregator.log" | grep -o 'report_seconds=[0-9.]*' | tail -1 | cut -d= -f2 || true)
 dir="$work/reports/$prefix-run"
 
 python3 - "$n" "$t0" "$t1" "$redis_start" "$redis_peak" "$redis_after" "$beam_start" "$beam_peak" \
