@@ -149,7 +149,7 @@ async fn finish_run_applies_the_retention_to_every_key_of_the_run() {
         .keep_failed_message("f", 1, r#"{"index":1}"#)
         .await
         .unwrap();
-    let keys: Vec<String> = ["", ":spec", ":results", ":counts", ":failed"]
+    let keys: Vec<String> = ["", ":spec", ":stored", ":counts", ":failed", ":failed_bits"]
         .iter()
         .map(|p| format!("{}run:f{p}", cleanup.0))
         .collect();
