@@ -341,3 +341,170 @@ async fn rag_layers_items_filter_by_fail_tags_and_show_metrics() {
     }
     c.close().await.unwrap();
 }
+
+/// Polls until the viewer has no request in flight and `#count` reads `want`.
+async fn wait_count(c: &Client, want: &str) {
+    let started = Instant::now();
+    loop {
+        let idle = js(
+            c,
+            "return window.__viewerPending === 0 && !document.body.classList.contains('busy')",
+        )
+        .await;
+        if idle == json!(true) && count(c).await == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "#count is '{}', not '{want}' (error: {})",
+            count(c).await,
+            js(c, "return document.getElementById('error').textContent").await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls until `script` returns true.
+async fn wait_for(c: &Client, script: &str) {
+    let started = Instant::now();
+    while js(c, script).await != json!(true) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "waited for: {script}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn choose(c: &Client, select: &str, value: &str) {
+    c.find(Locator::Css(select))
+        .await
+        .unwrap_or_else(|_| panic!("{select}"))
+        .select_by_value(value)
+        .await
+        .unwrap();
+}
+
+async fn enter_token(c: &Client, token: &str) {
+    wait_for(c, "return !document.getElementById('auth').hidden").await;
+    c.find(Locator::Css("#token"))
+        .await
+        .unwrap()
+        .send_keys(token)
+        .await
+        .unwrap();
+    c.find(Locator::Css("#auth button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+}
+
+/// `GET /runs/{id}/view` of an aggregator that requires a token, on a finished fleet run: the
+/// page asks for the token (again after a wrong one), then its filters, search, sorting,
+/// paging and detail pane show what the item API serves — the counts `evalfleet export`'s rows
+/// imply.
+#[test]
+fn the_run_viewer_asks_for_the_token_and_browses_the_items_api() {
+    let test = "the_run_viewer_asks_for_the_token_and_browses_the_items_api";
+    let Some(driver) = driver(test) else {
+        return;
+    };
+    let served = common::served::served(200);
+    let rows = served.rows.clone();
+    let url = format!("http://127.0.0.1:{}/runs/{}/view", served.port, served.run);
+    let dir = tempdir();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    runtime.block_on(async {
+        let c = browser(&driver, &dir.path().join("profile")).await;
+        c.goto(&url).await.expect("open the viewer");
+        enter_token(&c, "not-the-token").await;
+        wait_for(&c, "return document.getElementById('auth-error').textContent.includes('refused')").await;
+        enter_token(&c, common::served::TOKEN).await;
+        wait_for(&c, "return window.__viewerReady === true").await;
+        assert_eq!(js(&c, "return window.__viewerErrors").await, json!([]), "script errors");
+        let n = rows.len();
+        let all = format!("{n} of {n} items");
+        wait_count(&c, &all).await;
+        let trs = "return document.querySelectorAll('#items-table tbody tr').length";
+        assert_eq!(js(&c, trs).await, json!(100), "one page of 100 rows");
+
+        // Status, tag and group filters: the counts of the exported rows.
+        let of = |k: usize| format!("{k} of {n} items");
+        let skipped = rows.iter().filter(|r| r["status"] == "skipped").count();
+        choose(&c, "#f-status", "skipped").await;
+        wait_count(&c, &of(skipped)).await;
+        choose(&c, "#f-status", "").await;
+        let tagged: Vec<&Value> = (rows.iter())
+            .filter(|r| r["fail_tags"].as_array().unwrap().iter().any(|t| t == "low_relevance"))
+            .collect();
+        assert!(!tagged.is_empty());
+        choose(&c, "#f-tag", "low_relevance").await;
+        wait_count(&c, &of(tagged.len())).await;
+        let model = tagged[0]["group.model"].as_str().unwrap();
+        choose(&c, "#f-g-model", model).await;
+        let both = tagged.iter().filter(|r| r["group.model"] == model).count();
+        wait_count(&c, &of(both)).await;
+        choose(&c, "#f-tag", "").await;
+        choose(&c, "#f-g-model", "").await;
+        wait_count(&c, &all).await;
+
+        // Text search: one id (and the skipped record repeating it).
+        let target = &rows[8];
+        let id = target["id"].as_str().unwrap();
+        let search = c.find(Locator::Css("#f-search")).await.unwrap();
+        search.send_keys(&id.to_uppercase()).await.unwrap();
+        let same = (rows.iter())
+            .filter(|r| r["id"].as_str().unwrap().contains(id))
+            .count();
+        wait_count(&c, &of(same)).await;
+        search.clear().await.unwrap();
+        js(&c, "document.getElementById('f-search').dispatchEvent(new Event('input'))").await;
+        wait_count(&c, &all).await;
+
+        // Sort by relevance: ascending, then descending; unscored rows (null) last.
+        let column = "var i = document.querySelector('th[data-key=\"relevance.score\"]').cellIndex; return Array.from(document.querySelectorAll('#items-table tbody tr')).map(r => { var t = r.children[i].textContent; return t === '–' ? null : Number(t); })";
+        for descending in [false, true] {
+            c.find(Locator::Css("th[data-key='relevance.score']")).await.unwrap().click().await.unwrap();
+            let arrow = if descending { "▼" } else { "▲" };
+            wait_for(&c, &format!("return document.querySelector('th[data-key=\"relevance.score\"]').textContent.includes('{arrow}') && window.__viewerPending === 0")).await;
+            let values: Vec<Option<f64>> = serde_json::from_value(js(&c, column).await).unwrap();
+            let scored: Vec<f64> = values.iter().flatten().copied().collect();
+            let mut sorted = scored.clone();
+            sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            if descending {
+                sorted.reverse();
+            }
+            assert_eq!(scored, sorted, "sorted (descending: {descending})");
+            let first_null = values.iter().position(Option::is_none).unwrap_or(values.len());
+            assert!(values[first_null..].iter().all(Option::is_none), "nulls last");
+        }
+
+        // Paging.
+        c.find(Locator::Css("#next")).await.unwrap().click().await.unwrap();
+        let pages = n.div_ceil(100);
+        wait_for(&c, &format!("return document.getElementById('page').textContent === 'page 2 of {pages}' && window.__viewerPending === 0")).await;
+        assert_eq!(js(&c, trs).await, json!((n - 100).min(100)));
+
+        // Open an item: its judges' reasoning is shown.
+        c.find(Locator::Css("th[data-key='index']")).await.unwrap().click().await.unwrap();
+        wait_for(&c, "return document.querySelector('th[data-key=\"index\"]').textContent.includes('▲') && window.__viewerPending === 0").await;
+        search.send_keys(id).await.unwrap();
+        wait_count(&c, &of(same)).await;
+        c.find(Locator::Css("#items-table tbody tr")).await.unwrap().click().await.unwrap();
+        let panel = c.find(Locator::Css("#detail")).await.unwrap();
+        assert!(panel.is_displayed().await.unwrap(), "the detail pane opens");
+        let text = panel.text().await.unwrap();
+        let reasoning = target["relevance.reasoning"].as_str().unwrap();
+        assert!(text.contains(reasoning), "reasoning shown:\n{text}");
+        assert!(text.contains(id), "{text}");
+
+        // The token is asked for once per tab: a reload goes straight to the items.
+        c.refresh().await.unwrap();
+        wait_for(&c, "return window.__viewerReady === true").await;
+        assert_eq!(js(&c, "return document.getElementById('auth').hidden").await, json!(true));
+        wait_count(&c, &all).await;
+        c.close().await.unwrap();
+    });
+}

@@ -1,13 +1,17 @@
 //! The aggregator's HTTP API: `GET /runs`, `/runs/{id}`, `/runs/{id}/report`,
+//! `/runs/{id}/items` (+ `/items/facets`, [`items`]), `/runs/{id}/view` ([`view`]),
 //! `/runs/{a}/compare/{b}`, `/metrics`, `/healthz`, `/readyz`. Everything is read from the run
-//! registry and the result store (Redis in the fleet) and the report from the reports directory,
-//! so any aggregator answers for any run, and a restarted one answers at once.
+//! registry and the result store (Redis in the fleet) and the report and items from the reports
+//! directory, so any aggregator answers for any run, and a restarted one answers at once.
 //!
 //! With an [`ApiToken`] the run routes require `Authorization: Bearer <token>` ([`auth`]); the
 //! probes and `/metrics` stay open (orchestrators and Prometheus call them without credentials,
-//! and they reveal no user data).
+//! and they reveal no user data), and so does the viewer's page, which holds no data and asks
+//! for the token itself.
 
 pub mod auth;
+mod items;
+mod view;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,9 +20,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use evalfleet_contract::registry::{RunMeta, RunRegistry};
 use evalfleet_contract::store::ResultStore;
+use evalfleet_items::ItemsCache;
 use serde_json::json;
 
 use tokio_util::sync::CancellationToken;
@@ -30,12 +35,15 @@ pub trait Runs: RunRegistry + ResultStore {}
 
 impl<S: RunRegistry + ResultStore> Runs for S {}
 
-/// The API; with `token`, every route but `/metrics`, `/healthz` and `/readyz` requires it.
+/// The API; with `token`, every route but `/metrics`, `/healthz`, `/readyz` and the viewer's
+/// page requires it.
 pub fn router<S: Runs>(runs_of: Arc<S>, token: Option<ApiToken>) -> Router {
     let protected = Router::new()
         .route("/runs", get(runs::<S>))
         .route("/runs/{id}", get(run::<S>))
         .route("/runs/{id}/report", get(report::<S>))
+        .route("/runs/{id}/items", get(items::items::<S>))
+        .route("/runs/{id}/items/facets", get(items::facets::<S>))
         .route("/runs/{base}/compare/{new}", get(compare::<S>));
     let protected = match token {
         Some(token) => protected.route_layer(auth::layer(token)),
@@ -44,8 +52,12 @@ pub fn router<S: Runs>(runs_of: Arc<S>, token: Option<ApiToken>) -> Router {
     let open = Router::new()
         .route("/metrics", get(prometheus_text))
         .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready::<S>));
-    protected.merge(open).with_state(runs_of)
+        .route("/readyz", get(ready::<S>))
+        .route("/runs/{id}/view", get(view::view));
+    protected
+        .merge(open)
+        .layer(Extension(Arc::new(ItemsCache::default())))
+        .with_state(runs_of)
 }
 
 /// Serves the API on the first of `addrs` that can be bound until `shutdown` is cancelled;

@@ -5,6 +5,7 @@
 
 pub mod fake;
 pub mod fleet;
+pub mod served;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,287 @@
+//! What queries keep between calls, and how a query is answered with it. Per file (known by
+//! path, length and modification time, so a rewritten file is read afresh): its footer (the
+//! last [`TABLES`] files, [`TABLE_BYTES`] at most) and its facets; per result (a file, a filter, an order): what the last
+//! scan found — the count and the positions at the first ranks — within a budget of positions
+//! over all results, least recently used dropped first. Paging through a filtered or sorted
+//! result then reads only each page's rows.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use super::facets::{self, Facets};
+use super::filter::Filter;
+use super::scan::{self, Ranked};
+use super::sort::Order;
+use super::table::Table;
+use super::{bad, ItemPage, ItemQuery, CACHED_POSITIONS, SORT_WINDOW};
+use crate::ItemsError;
+
+/// Files whose footer and facets are kept, at most.
+pub const TABLES: usize = 4;
+
+/// Bytes of footers kept, at most (a 10^7-row file's footer with its offset index is about
+/// 30 MB in memory): beyond it the least recently used go, all but the one in use.
+pub const TABLE_BYTES: usize = 64 << 20;
+
+/// Positions kept over all results by [`ItemsCache::default`]: 4,000,000 (16 MB).
+pub const DEFAULT_BUDGET: usize = 4_000_000;
+
+/// Rows a sort keeps beyond the page asked for, so that the next pages come from the cache.
+const SORT_PREFETCH: usize = 10_000;
+
+#[derive(Debug, Clone, PartialEq)]
+struct FileId {
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl FileId {
+    fn of(path: &Path) -> Result<FileId, ItemsError> {
+        let meta = std::fs::metadata(path).map_err(|e| ItemsError::io(path, e))?;
+        Ok(FileId {
+            path: path.to_owned(),
+            len: meta.len(),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+struct Held {
+    file: FileId,
+    filter: String,
+    order: String,
+    ranked: Arc<Ranked>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Most recently used last.
+    tables: Vec<(FileId, Arc<Table>)>,
+    facets: Vec<(FileId, Arc<Facets>)>,
+    results: Vec<Held>,
+}
+
+/// Queries over item tables with what they keep between calls; shared by threads.
+pub struct ItemsCache {
+    budget: usize,
+    /// Positions a filtered result in dataset order keeps at each end ([`CACHED_POSITIONS`]).
+    head: usize,
+    /// How deep a sorted page may start from either end ([`SORT_WINDOW`]).
+    window: u64,
+    inner: Mutex<Inner>,
+}
+
+impl Default for ItemsCache {
+    fn default() -> Self {
+        ItemsCache::new(DEFAULT_BUDGET)
+    }
+}
+
+impl ItemsCache {
+    /// A cache keeping at most `positions` row positions of results (0: none).
+    pub fn new(positions: usize) -> ItemsCache {
+        ItemsCache {
+            budget: positions,
+            head: CACHED_POSITIONS,
+            window: SORT_WINDOW,
+            inner: Mutex::new(Inner::default()),
+        }
+    }
+
+    /// A cache with smaller bounds, so that tests reach them.
+    #[cfg(test)]
+    pub(crate) fn bounded(positions: usize, head: usize, window: u64) -> ItemsCache {
+        ItemsCache {
+            head,
+            window,
+            ..ItemsCache::new(positions)
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn table(&self, path: &Path) -> Result<(FileId, Arc<Table>), ItemsError> {
+        let file = FileId::of(path)?;
+        {
+            let mut inner = self.lock();
+            if let Some(i) = inner.tables.iter().position(|(f, _)| *f == file) {
+                let entry = inner.tables.remove(i);
+                let table = entry.1.clone();
+                inner.tables.push(entry);
+                return Ok((file, table));
+            }
+        }
+        let table = Arc::new(Table::open(path)?);
+        let mut inner = self.lock();
+        inner.tables.retain(|(f, _)| f.path != file.path);
+        inner.tables.push((file.clone(), table.clone()));
+        while inner.tables.len() > TABLES
+            || (inner.tables.len() > 1
+                && inner.tables.iter().map(|(_, t)| t.bytes()).sum::<usize>() > TABLE_BYTES)
+        {
+            inner.tables.remove(0);
+        }
+        Ok((file, table))
+    }
+
+    /// The columns, fail tags and group values of the item table at `path`.
+    pub fn facets(&self, path: &Path) -> Result<Arc<Facets>, ItemsError> {
+        let (file, table) = self.table(path)?;
+        if let Some((_, f)) = self.lock().facets.iter().find(|(f, _)| *f == file) {
+            return Ok(f.clone());
+        }
+        let found = Arc::new(facets::facets(&table, path)?);
+        let mut inner = self.lock();
+        inner.facets.retain(|(f, _)| f.path != file.path);
+        inner.facets.push((file, found.clone()));
+        if inner.facets.len() > TABLES {
+            inner.facets.remove(0);
+        }
+        Ok(found)
+    }
+
+    fn held(&self, file: &FileId, filter: &str, order: Option<&str>) -> Option<Arc<Ranked>> {
+        let inner = self.lock();
+        (inner.results.iter().rev())
+            .find(|h| h.file == *file && h.filter == filter && order.is_none_or(|o| h.order == o))
+            .map(|h| h.ranked.clone())
+    }
+
+    fn keep(&self, file: &FileId, filter: &str, order: &str, ranked: Ranked) -> Arc<Ranked> {
+        let ranked = Arc::new(ranked);
+        let size = ranked.held();
+        if self.budget == 0 || size > self.budget {
+            return ranked;
+        }
+        let mut inner = self.lock();
+        inner
+            .results
+            .retain(|h| !(h.file == *file && h.filter == filter && h.order == order));
+        inner
+            .results
+            .retain(|h| h.file.path != file.path || h.file == *file);
+        while inner.results.iter().map(|h| h.ranked.held()).sum::<usize>() + size > self.budget {
+            inner.results.remove(0);
+        }
+        inner.results.push(Held {
+            file: file.clone(),
+            filter: filter.to_owned(),
+            order: order.to_owned(),
+            ranked: ranked.clone(),
+        });
+        ranked
+    }
+
+    /// The page `q` asks for of the item table at `path`.
+    pub fn query(&self, path: &Path, q: &ItemQuery) -> Result<ItemPage, ItemsError> {
+        let (file, table) = self.table(path)?;
+        let filter = Filter::resolve(q, table.schema())?;
+        let order = Order::resolve(q.sort.as_deref(), table.schema())?;
+        let rows = table.rows();
+        let end = q.offset.saturating_add(q.limit as u64).min(rows);
+        let (total, positions) = match order {
+            Order::Index { desc } if !q.filtered() => {
+                let ranks = q.offset.min(end)..end;
+                let positions = if desc {
+                    ranks.map(|r| rows - 1 - r).collect()
+                } else {
+                    ranks.collect()
+                };
+                (rows, positions)
+            }
+            _ => self.ranked(&file, &table, path, q, &filter, &order)?,
+        };
+        Ok(ItemPage {
+            total,
+            offset: q.offset,
+            limit: q.limit,
+            items: super::rows::read(&table, path, &positions)?,
+        })
+    }
+
+    /// A filtered or sorted page: the result's count and the page's positions, from the cache
+    /// or a scan.
+    fn ranked(
+        &self,
+        file: &FileId,
+        table: &Table,
+        path: &Path,
+        q: &ItemQuery,
+        filter: &Filter,
+        order: &Order,
+    ) -> Result<(u64, Vec<u64>), ItemsError> {
+        let (fkey, okey) = (filter.key(), order.key());
+        if let Some(p) = (self.held(file, &fkey, Some(&okey)))
+            .and_then(|r| r.page(q.offset, q.limit).map(|p| (r.total, p)))
+        {
+            return Ok(p);
+        }
+        // The result's count, from the cache, the file, or a scan of the filter's columns.
+        let total = |this: &Self| -> Result<u64, ItemsError> {
+            if !q.filtered() {
+                return Ok(table.rows());
+            }
+            match this.held(file, &fkey, None) {
+                Some(r) => Ok(r.total),
+                None => scan::count(table, path, filter),
+            }
+        };
+        if q.limit == 0 {
+            return Ok((total(self)?, Vec::new()));
+        }
+        let caching = self.budget.min(self.head);
+        let end = q.offset.saturating_add(q.limit as u64);
+        let ranked = match order {
+            Order::Index { desc: false } => {
+                scan::in_order(table, path, filter, caching, 0, q.offset..end)?
+            }
+            Order::Index { desc: true } => {
+                let tail = caching.max(end.min(self.head as u64) as usize);
+                let ranked = scan::in_order(table, path, filter, caching, tail, 0..0)?.reversed();
+                if ranked.page(q.offset, q.limit).is_none() {
+                    // Deeper than the last positions kept: the page's ranks in dataset order.
+                    let t = ranked.total;
+                    let window = t.saturating_sub(end)..t.saturating_sub(q.offset);
+                    let deep = scan::in_order(table, path, filter, 0, 0, window)?.reversed();
+                    let page = deep.page(q.offset, q.limit).unwrap_or_default();
+                    return Ok((deep.total, page));
+                }
+                ranked
+            }
+            Order::Column { name, desc } if end <= self.window => {
+                let k = if caching > 0 {
+                    (end as usize).max(SORT_PREFETCH).min(self.window as usize)
+                } else {
+                    end as usize
+                };
+                scan::sorted(table, path, filter, name, *desc, k, false)?
+            }
+            Order::Column { name, desc } => {
+                let t = total(self)?;
+                if q.offset >= t {
+                    return Ok((t, Vec::new()));
+                }
+                if t - q.offset > self.window {
+                    return Err(bad(
+                        "offset",
+                        format!(
+                            "a sorted page starts within the first or the last {} rows of its result; {} is {} rows from its end",
+                            self.window,
+                            q.offset,
+                            t - q.offset
+                        ),
+                    ));
+                }
+                let k = (t - q.offset) as usize;
+                scan::sorted(table, path, filter, name, *desc, k, true)?
+            }
+        };
+        let ranked = self.keep(file, &fkey, &okey, ranked);
+        let page = ranked.page(q.offset, q.limit).unwrap_or_default();
+        Ok((ranked.total, page))
+    }
+}
