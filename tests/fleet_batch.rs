@@ -343,9 +343,7 @@ fn a_fleet_target_run_with_batch_judges_asks_the_target_once_per_example() {
     fleet.worker("w1", 19781);
     fleet.worker("w2", 19782);
     fleet.aggregator("agg", 19790);
-    let tickets: Vec<Value> = (0..N)
-        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
-        .collect();
+    let tickets = common::tickets(N);
     let data = write_dataset(fleet.dir.path(), &tickets);
     let run_id = format!("{}-target", fleet.prefix);
     fleet.submit(
@@ -387,9 +385,7 @@ fn a_fleet_target_run_generates_through_the_batches_as_the_embedded_run_does() {
     fleet.worker("w1", 19783);
     fleet.worker("w2", 19784);
     fleet.aggregator("agg", 19791);
-    let tickets: Vec<Value> = (0..N)
-        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
-        .collect();
+    let tickets = common::tickets(N);
     let data = write_dataset(fleet.dir.path(), &tickets);
     let run_id = format!("{}-gen", fleet.prefix);
     let args = ["--judge", "live", "--target", target.to_str().unwrap()];

@@ -10,7 +10,7 @@ use std::path::Path;
 use common::fake::{run_live, write_dataset, FakeServer, LiveConfig};
 use common::{evalfleet, tempdir};
 use evalfleet_fake_provider::FakeProviderArgs;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// pyarrow reads `dir`'s items.parquet and finds every figure of its report.json in it.
 fn check_with_pyarrow(dir: &Path) {
@@ -81,9 +81,7 @@ fn a_target_runs_outputs_are_in_the_items() {
          set: {model: gpt-4o, prompt_version: bot-v1}\n",
     )
     .unwrap();
-    let tickets: Vec<Value> = (0..4)
-        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
-        .collect();
+    let tickets = common::tickets(4);
     let data = write_dataset(dir.path(), &tickets);
     let config = fake.config(dir.path(), &LiveConfig::default());
     let out = dir.path().join("out");

@@ -226,9 +226,7 @@ fn a_live_target_with_batch_judges_is_asked_once_per_example() {
          set: {model: gpt-4o, prompt_version: bot-v1}\n",
     )
     .unwrap();
-    let tickets: Vec<serde_json::Value> = (0..N)
-        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
-        .collect();
+    let tickets = common::tickets(N);
     let data = write_dataset(dir.path(), &tickets);
     let batched = batch_config("");
     let config = fake.config(
@@ -313,9 +311,7 @@ fn a_chat_target_on_a_batch_mode_provider_generates_through_its_batches() {
          set: {model: gpt-4o, prompt_version: bot-v1}\n",
     )
     .unwrap();
-    let tickets: Vec<serde_json::Value> = (0..N)
-        .map(|i| json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
-        .collect();
+    let tickets = common::tickets(N);
     let data = write_dataset(dir.path(), &tickets);
     let run = |name: &str, extra: &[&str], env: &[(&str, &str)]| {
         let fake = fake(FakeProviderArgs::default());

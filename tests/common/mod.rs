@@ -19,6 +19,14 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `n` support tickets without answers (`{id: t<i>, ticket}`): records a chat target answers.
+#[allow(dead_code)] // not every test binary has a target
+pub fn tickets(n: usize) -> Vec<serde_json::Value> {
+    (0..n)
+        .map(|i| serde_json::json!({"id": format!("t{i}"), "ticket": format!("Ticket {i}: the VPN drops")}))
+        .collect()
+}
+
 /// The first `n` bundled rag-layers items without their traces: questions for a target (the
 /// fake's demo agent) to answer.
 #[allow(dead_code)] // not every test binary has a target
