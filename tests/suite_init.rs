@@ -106,6 +106,55 @@ fn init_writes_a_suite_that_runs_as_is_and_is_never_overwritten() {
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
 }
 
+/// The support export a new user tried: the answer column is `bot_answer`, and one latency cell
+/// is not a number.
+const TICKETS: &str = "\
+ticket_id,customer_question,bot_answer,expected,lang,latency
+T-1,My order never arrived. Can you check where it is?,I am sorry: order 118 is on its way and arrives Friday.,It arrives Friday,en,812
+T-2,How do I reset my password?,Use the Forgot password link on the sign-in page.,Use Forgot password,en,640.5
+T-3,Puis-je changer mon adresse de livraison ?,Oui : dans Mon compte puis Adresses.,Mon compte puis Adresses,fr,abc
+T-4,Do you ship to Canada?,Yes: shipping to Canada takes 5 to 8 days.,Yes in 5 to 8 days,en,1020
+T-5,Why was I charged twice?,The second charge is a hold that disappears within 3 days.,A hold released in 3 days,en,733
+T-6,Can I return a worn item?,Worn items cannot be returned unless faulty.,Only if faulty,en,598
+";
+
+#[test]
+fn init_reads_the_data_as_a_person_would() {
+    let dir = tempdir();
+    let dataset = write(dir.path(), "tickets.csv", TICKETS);
+    let file = dir.path().join("tickets.yaml");
+    let out = evalfleet(&[
+        "suite",
+        "init",
+        s(&dataset),
+        "--name",
+        "tickets",
+        "--out",
+        s(&file),
+    ]);
+    out.assert_code(0);
+    // The one bad cell is named with its line; the column stays a number column.
+    assert!(
+        out.stderr.contains("column 'latency'") && out.stderr.contains("line 4 (\"abc\")"),
+        "{}",
+        out.stderr
+    );
+    let text = std::fs::read_to_string(&file).expect("the suite file exists");
+    let suite = Suite::from_file(&file).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let custom = suite.custom.as_ref().expect("a custom suite");
+    let spec = custom.spec();
+    assert_eq!(
+        spec.record.fields["latency"].kind,
+        FieldType::Number,
+        "{text}"
+    );
+    let judged = spec.judge.dimensions[0].judged.clone();
+    assert_eq!(judged, Some(vec!["bot_answer".to_owned()]), "{text}");
+    let checks: Vec<&str> = spec.checks.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(checks, ["bot_answer_f1", "not_empty"], "{text}");
+    assert!(!text.contains("latency_f1"), "{text}");
+}
+
 #[test]
 fn init_defaults_to_the_suites_dir_of_the_config() {
     let dir = tempdir();

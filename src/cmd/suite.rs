@@ -79,7 +79,7 @@ fn init(args: InitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     };
     let reader = DatasetReader::open_with(&args.dataset, &options)?;
     let columns = reader.columns().map(<[String]>::to_vec);
-    let (mut records, mut seen) = (Vec::new(), 0usize);
+    let (mut records, mut positions, mut seen) = (Vec::new(), Vec::new(), 0usize);
     let mut first_problem: Option<String> = None;
     for raw in reader.take(SAMPLE_RECORDS) {
         let raw = match raw {
@@ -90,7 +90,10 @@ fn init(args: InitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         };
         seen += 1;
         match raw.value {
-            Ok(value) => records.push(value),
+            Ok(value) => {
+                records.push(value);
+                positions.push(raw.position.to_string());
+            }
             Err(reason) => {
                 first_problem.get_or_insert_with(|| format!("{}: {reason}", raw.position));
             }
@@ -162,6 +165,22 @@ fn init(args: InitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         return Err(e).with_context(|| format!("writing the suite file '{}'", path.display()));
     }
     println!("{}", path.display());
+    for field in inferred.fields.iter().filter(|f| f.not_numbers_count > 0) {
+        let rows: Vec<String> = (field.not_numbers.iter())
+            .map(|(record, value)| format!("{} ({value:?})", positions[*record]))
+            .collect();
+        let more = field.not_numbers_count - rows.len();
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "column '{}' holds numbers and is typed number, but these sampled records hold something else and will be skipped: {}{more}; fix those values, or make the field a string",
+            field.column,
+            rows.join(", ")
+        );
+    }
     eprintln!(
         "wrote the starter suite '{name}' ({} fields from {} sampled records); try it with: evalfleet run {} --suite {}",
         inferred.fields.len(),

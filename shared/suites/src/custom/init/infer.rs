@@ -10,13 +10,14 @@ use evalfleet_model::routing::ProviderRules;
 /// How many records `suite init` reads to infer the suite.
 pub const SAMPLE_RECORDS: usize = 1000;
 
-/// Column names (any case) taken for the judged text, in order of preference within a file's
-/// column order: the first column with one of these names wins.
+/// Words (any case) that mark a column as the judged text: the first text column named one of
+/// them wins, else the first whose name contains one (`bot_answer`, `model_response`).
 pub const JUDGED_NAMES: &[&str] = &[
     "answer",
     "response",
     "output",
     "completion",
+    "reply",
     "prediction",
     "generation",
 ];
@@ -64,6 +65,14 @@ const GROUP_MIN_DISTINCT: usize = 2;
 const GROUP_MAX_DISTINCT: usize = 20;
 /// A "token" value (a label such as `gpt-4o` or `v2`) is at most this many characters.
 const TOKEN_MAX_CHARS: usize = 64;
+/// A column whose values are numbers "but for a few" is still a number column: at most one
+/// value in [`FEW_IN`] (and at least one) may be something else...
+const FEW_IN: usize = 20;
+/// ... as long as numbers outnumber the others this many times over (two numbers and one word
+/// are a text column).
+const NUMBERS_PER_EXCEPTION: usize = 4;
+/// The values that are not numbers [`InferredField::not_numbers`] keeps, at most.
+const EXCEPTIONS_KEPT: usize = 20;
 
 /// One declared field of the starter suite.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,6 +83,11 @@ pub struct InferredField {
     pub name: String,
     pub kind: FieldType,
     pub required: bool,
+    /// A `number` column with a few values that are not numbers: their records (indexes into
+    /// the sample, at most 20) and the values as text. Those records will be skipped.
+    pub not_numbers: Vec<(usize, String)>,
+    /// How many sampled values are not numbers, in all (the list above stops at 20).
+    pub not_numbers_count: usize,
 }
 
 /// What [`infer`] found; [`render`] writes it. Roles name fields by their field name.
@@ -119,6 +133,12 @@ struct ColumnStats {
     cells: usize,
     numbers: usize,
     bools: usize,
+    /// Filled values that are JSON numbers or (CSV) cells that parse as numbers...
+    numeric: usize,
+    /// ... and the first [`EXCEPTIONS_KEPT`] others, with their record's index in the sample.
+    exceptions: Vec<(usize, String)>,
+    /// Characters of the string values, in all (the mean length tells free text).
+    chars: usize,
     /// Distinct string values, kept up to one more than [`GROUP_MAX_DISTINCT`].
     distinct: HashSet<String>,
     /// Every string value is a short token without whitespace.
@@ -156,10 +176,11 @@ impl ColumnStats {
         }
     }
 
-    fn add(&mut self, value: &Value, csv: bool, rules: &ProviderRules) {
+    fn add(&mut self, record: usize, value: &Value, csv: bool, rules: &ProviderRules) {
         if value.is_null() {
             return;
         }
+        self.note_number(record, value, csv);
         let kind = match value {
             Value::String(_) => FieldType::String,
             Value::Number(_) => FieldType::Number,
@@ -179,6 +200,7 @@ impl ColumnStats {
         }
         self.filled += 1;
         self.strings += 1;
+        self.chars += text.chars().count();
         if rules.provider_of(text).is_some() {
             self.routed += 1;
         }
@@ -195,7 +217,48 @@ impl ColumnStats {
         }
     }
 
+    /// Counts a filled value as a number or keeps it as an exception (a blank text counts as
+    /// neither, as it does not count as filled).
+    fn note_number(&mut self, record: usize, value: &Value, csv: bool) {
+        let numeric = match value {
+            Value::Number(_) => true,
+            Value::String(s) if s.trim().is_empty() => return,
+            Value::String(s) => csv && is_number(s.trim()),
+            _ => false,
+        };
+        if numeric {
+            self.numeric += 1;
+        } else if self.exceptions.len() < EXCEPTIONS_KEPT {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            self.exceptions.push((record, text));
+        }
+    }
+
+    /// Values that are not numbers, in all.
+    fn not_numbers(&self) -> usize {
+        self.filled - self.numeric
+    }
+
+    /// Numbers but for a few (at least one): a number column with bad values in some records.
+    fn mostly_numbers(&self) -> bool {
+        let others = self.not_numbers();
+        others > 0
+            && others * FEW_IN <= self.filled.max(FEW_IN)
+            && self.numeric >= others * NUMBERS_PER_EXCEPTION
+    }
+
+    /// The mean length of the string values, in characters.
+    fn mean_chars(&self) -> f64 {
+        self.chars as f64 / self.strings.max(1) as f64
+    }
+
     fn kind(&self, csv: bool) -> FieldType {
+        if self.mostly_numbers() {
+            return FieldType::Number;
+        }
         if csv {
             return match self.cells {
                 0 => FieldType::String,
@@ -267,8 +330,9 @@ pub fn infer(
     rules: &ProviderRules,
 ) -> Result<Inferred, String> {
     let csv = columns.is_some();
-    let objects: Vec<&serde_json::Map<String, Value>> =
-        records.iter().filter_map(Value::as_object).collect();
+    let objects: Vec<(usize, &serde_json::Map<String, Value>)> = (records.iter().enumerate())
+        .filter_map(|(i, r)| Some((i, r.as_object()?)))
+        .collect();
     if objects.is_empty() {
         return Err("no record in the sample is a JSON object with columns".to_owned());
     }
@@ -277,7 +341,7 @@ pub fn infer(
         None => {
             let mut seen = HashSet::new();
             let mut order = Vec::new();
-            for key in objects.iter().flat_map(|o| o.keys()) {
+            for key in objects.iter().flat_map(|(_, o)| o.keys()) {
                 if seen.insert(key.as_str()) {
                     order.push(key.clone());
                 }
@@ -328,10 +392,10 @@ pub fn infer(
         .collect();
 
     let mut stats: Vec<ColumnStats> = columns.iter().map(|_| ColumnStats::new()).collect();
-    for obj in &objects {
+    for (record, obj) in &objects {
         for (column, s) in columns.iter().zip(&mut stats) {
             if let Some(v) = obj.get(column.as_str()) {
-                s.add(v, csv, rules);
+                s.add(*record, v, csv, rules);
             }
         }
     }
@@ -339,11 +403,20 @@ pub fn infer(
         .iter()
         .zip(&names)
         .zip(&stats)
-        .map(|((column, name), s)| InferredField {
-            column: column.to_string(),
-            name: name.clone(),
-            kind: s.kind(csv),
-            required: s.filled == objects.len(),
+        .map(|((column, name), s)| {
+            let mostly = s.mostly_numbers();
+            InferredField {
+                column: column.to_string(),
+                name: name.clone(),
+                kind: s.kind(csv),
+                required: s.filled == objects.len(),
+                not_numbers: if mostly {
+                    s.exceptions.clone()
+                } else {
+                    Vec::new()
+                },
+                not_numbers_count: if mostly { s.not_numbers() } else { 0 },
+            }
         })
         .collect();
     let is_string = |i: usize| fields[i].kind == FieldType::String;
@@ -356,22 +429,44 @@ pub fn infer(
     });
     let reference = (0..fields.len())
         .find(|&i| is_string(i) && named_one_of(&fields[i].column, REFERENCE_NAMES));
-    let judged = (0..fields.len())
-        .find(|&i| named_one_of(&fields[i].column, JUDGED_NAMES))
-        .or_else(|| {
-            (0..fields.len()).rev().find(|&i| {
-                is_string(i)
-                    && Some(i) != reference
-                    && Some(i) != provider
-                    && !is_label_like(&fields[i].column)
-            })
+    // A number or a boolean is never judged: a judge scores text (or, failing any, JSON).
+    let judgeable = |i: usize| !matches!(fields[i].kind, FieldType::Number | FieldType::Bool);
+    let free_text = |i: usize| {
+        is_string(i)
+            && Some(i) != reference
+            && Some(i) != provider
+            && !is_label_like(&fields[i].column)
+    };
+    let named = |exact: bool| {
+        (0..fields.len()).find(|&i| {
+            let lower = fields[i].column.to_lowercase();
+            judgeable(i)
+                && Some(i) != reference
+                && JUDGED_NAMES.iter().any(|n| {
+                    if exact {
+                        lower == *n
+                    } else {
+                        lower.contains(n)
+                    }
+                })
         })
-        .or_else(|| {
-            (0..fields.len())
-                .rev()
-                .find(|&i| is_string(i) && Some(i) != reference)
-        })
-        .unwrap_or(fields.len() - 1);
+    };
+    let longest = (0..fields.len())
+        .filter(|&i| free_text(i))
+        .max_by(|&a, &b| {
+            stats[a]
+                .mean_chars()
+                .total_cmp(&stats[b].mean_chars())
+                .then(b.cmp(&a))
+        });
+    let judged = named(true)
+        .or_else(|| named(false))
+        .or(longest)
+        .or_else(|| (0..fields.len()).rev().find(|&i| is_string(i) && Some(i) != reference))
+        .or_else(|| (0..fields.len()).rev().find(|&i| judgeable(i) && Some(i) != reference))
+        .ok_or_else(|| {
+            format!("no column holds text to judge (every column but the id '{id}' holds numbers or booleans, or is the reference)")
+        })?;
     let groups: Vec<usize> = (0..fields.len())
         .filter(|&i| {
             let s = &stats[i];

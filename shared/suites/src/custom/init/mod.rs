@@ -13,7 +13,11 @@
 //!    `number`, booleans → `bool`, arrays → `list`, objects → `object`, more than one of those
 //!    → `json` (takes anything), no value at all → `json`. CSV (every cell is text): a column
 //!    whose non-empty cells all parse as numbers (an `i64`, or a finite `f64`, as the CSV reader
-//!    parses them) → `number`, all `true`/`false` (any case) → `bool`, else `string`.
+//!    parses them) → `number`, all `true`/`false` (any case) → `bool`, else `string`. Numbers
+//!    "but for a few" are still `number`: at most one value in 20 (and at least four numbers for
+//!    each other value) may be something else, and the field lists those records
+//!    ([`InferredField::not_numbers`]) so that `suite init` can name them: one bad cell does not
+//!    make a latency column text.
 //! 4. **Required**: a column present, non-null and (for text) not blank in every sampled record.
 //! 5. **Id**: the column `id` if there is one, else the first column whose name ends in `id`
 //!    (any case, e.g. `item_id`), else the first column. It goes in `record.id` and is not a
@@ -28,9 +32,12 @@
 //!    records whose model has no known provider are then skipped. Otherwise no routing, and
 //!    `judges.default_judges` judge every record.
 //! 8. **Reference**: the first string column named one of [`REFERENCE_NAMES`].
-//! 9. **Judged text**: the first column named one of [`JUDGED_NAMES`]; else the last string
-//!    column that is not the id, the reference, the routing field or label-like (below); else
-//!    the last string column but the reference; else the last field.
+//! 9. **Judged text**, never a `number` or `bool` column nor the reference: the first column
+//!    named one of [`JUDGED_NAMES`] (any case); else the first whose name contains one of them
+//!    (`bot_answer`, `model_response`); else the string column with the longest values on
+//!    average that is not the routing field or label-like (below); else the last string column
+//!    but the reference; else the last column that is not a number or boolean. No such column
+//!    is an error.
 //! 10. **Group by**: one grouping `by_<field>` per string column other than the judged text and
 //!     the reference with 2 to 20 distinct sampled values that looks like a label: its name is
 //!     label-like (`model`, `prompt_version`, `locale`, ... or ending in `_model`/`_version`), or

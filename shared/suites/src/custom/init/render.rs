@@ -181,6 +181,14 @@ pub fn render(
             ""
         };
         line(&format!("    {}: {{{spec}}}{role}", quote(&f.name)));
+        if let Some((_, first)) = f.not_numbers.first() {
+            line(&format!(
+                "    # {} sampled value(s) of this column are not numbers (the first: {}): their",
+                f.not_numbers_count,
+                plain(&quote(&first.chars().take(40).collect::<String>()))
+            ));
+            line("    # records are skipped. Fix them (suite init listed them), or make it a string.");
+        }
     }
     for c in &inferred.unusable {
         line(&format!(

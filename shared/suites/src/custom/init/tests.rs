@@ -167,7 +167,8 @@ fn required_means_filled_in_every_record() {
 
 #[test]
 fn the_id_is_id_else_a_name_ending_in_id_else_the_first_column() {
-    let row: &[&str] = &["1", "2", "3"];
+    // Text cells: a number column would not be judged, and these tests are about the id.
+    let row: &[&str] = &["1", "b", "c"];
     assert_eq!(infer_csv(&["q", "item_id", "id"], &[row]).id, "id");
     let i = infer_csv(&["q", "item_id", "a"], &[row]);
     assert_eq!(i.id, "item_id");
@@ -316,7 +317,7 @@ fn template_groups_and_judged_fallback() {
     let i = qa_csv();
     assert_eq!(i.context, ["question", "notes"]);
     assert_eq!(i.group_by, ["model", "prompt_version"]);
-    // No judged name: the last text column that is not a label or the reference.
+    // `reply` is a judged name, taken before longer text.
     let i = infer_csv(
         &["id", "prompt", "reply", "model", "label"],
         &[
@@ -338,6 +339,104 @@ fn template_groups_and_judged_fallback() {
     );
     assert_eq!(i.group_by, ["team"]);
     assert_eq!(i.context, ["question"]);
+}
+
+#[test]
+fn the_judged_text_is_named_like_an_answer_else_the_longest_free_text() {
+    let rows: &[&[&str]] = &[
+        &[
+            "1",
+            "Where is my order?",
+            "It ships on Friday from our depot.",
+            "Friday",
+            "en",
+        ],
+        &[
+            "2",
+            "Reset my password",
+            "Use the Forgot password link.",
+            "Forgot password",
+            "fr",
+        ],
+    ];
+    // A name that contains an answer word; the reference (`expected_output` contains `output`)
+    // is never the judged text.
+    let i = infer_csv(
+        &[
+            "ticket_id",
+            "customer_question",
+            "bot_answer",
+            "expected_output",
+            "lang",
+        ],
+        rows,
+    );
+    assert_eq!(i.judged, "bot_answer");
+    assert_eq!(i.reference.as_deref(), Some("expected_output"));
+    // No such name: the longest text, wherever it is.
+    let i = infer_csv(&["id", "title", "body", "gold", "lang"], rows);
+    assert_eq!(i.judged, "body");
+    assert_eq!(i.context, ["title"]);
+    // An exact name beats a containing one, and a number column named like an answer is not
+    // judged.
+    let i = infer_csv(
+        &["id", "answer_count", "my_response", "reply"],
+        &[
+            &["1", "3", "long text here", "r"],
+            &["2", "4", "more text", "s"],
+        ],
+    );
+    assert_eq!(i.judged, "reply");
+    assert_eq!(kind(&i, "answer_count"), FieldType::Number);
+    let i = infer_csv(
+        &["id", "answer", "note"],
+        &[&["1", "3", "n"], &["2", "4", "m"]],
+    );
+    assert_eq!(i.judged, "note");
+    // Nothing but numbers: nothing to judge.
+    let (columns, records) = csv(&["id", "latency", "ok"], &[&["1", "3", "true"]]);
+    let err = infer(Some(&columns), &records, &rules()).unwrap_err();
+    assert!(err.contains("no column holds text to judge"), "{err}");
+}
+
+#[test]
+fn numbers_but_for_a_few_make_a_number_column_that_names_the_others() {
+    let mut rows: Vec<Vec<String>> = (0..30)
+        .map(|n| vec![n.to_string(), format!("answer {n}"), (100 + n).to_string()])
+        .collect();
+    rows[3][2] = "abc".into();
+    let rows: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
+        .collect();
+    let rows: Vec<&[&str]> = rows.iter().map(Vec::as_slice).collect();
+    let i = infer_csv(&["id", "answer", "latency"], &rows);
+    let latency = i.field("latency").unwrap();
+    assert_eq!(latency.kind, FieldType::Number);
+    assert_eq!(latency.not_numbers, [(3, "abc".to_owned())]);
+    assert_eq!(latency.not_numbers_count, 1);
+    let (text, _) = load(&i);
+    assert!(
+        text.contains("1 sampled value(s) of this column are not numbers (the first: \"abc\")"),
+        "{text}"
+    );
+    // Two numbers and a word are text; so is a column of words with a few numbers.
+    let i = infer_csv(
+        &["id", "answer", "v"],
+        &[&["1", "a", "1"], &["2", "b", "2"], &["3", "c", "x"]],
+    );
+    assert_eq!(kind(&i, "v"), FieldType::String);
+    assert!(i.field("v").unwrap().not_numbers.is_empty());
+    // JSON: numbers with one string among twenty values.
+    let records: Vec<Value> = (0..20)
+        .map(|n| json!({"id": n, "answer": "a", "cost": if n == 7 { json!("n/a") } else { json!(n) }}))
+        .collect();
+    let i = infer(None, &records, &rules()).unwrap();
+    assert_eq!(kind(&i, "cost"), FieldType::Number);
+    assert_eq!(
+        i.field("cost").unwrap().not_numbers,
+        [(7, "n/a".to_owned())]
+    );
 }
 
 #[test]
