@@ -158,12 +158,15 @@
       body.appendChild(tr);
     });
     table.appendChild(body);
+    // A first page of a filter may answer before its count ends: the total is then a lower
+    // bound ("at least"), and the next page asked for brings the exact one.
+    var exact = page.total_exact !== false;
     var pages = Math.max(1, Math.ceil(page.total / PAGE));
     var at = Math.floor(state.offset / PAGE) + 1;
-    $("count").textContent = page.total + " of " + all + " items";
-    $("page").textContent = "page " + at + " of " + pages;
+    $("count").textContent = (exact ? "" : "at least ") + page.total + " of " + all + " items";
+    $("page").textContent = "page " + at + " of " + (exact ? "" : "at least ") + pages;
     $("prev").disabled = state.offset === 0;
-    $("next").disabled = state.offset + PAGE >= page.total;
+    $("next").disabled = exact && state.offset + PAGE >= page.total;
   }
 
   function section(title, nodes) { return [el("h3", {}, [title])].concat(nodes); }

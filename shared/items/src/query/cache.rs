@@ -6,15 +6,15 @@
 //! result then reads only each page's rows.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::facets::{self, Facets};
 use super::filter::Filter;
 use super::scan::{self, Ranked};
 use super::sort::Order;
 use super::table::Table;
-use super::{bad, ItemPage, ItemQuery, CACHED_POSITIONS, SORT_WINDOW};
+use super::{bad, ItemPage, ItemQuery, CACHED_POSITIONS, COUNT_WAIT, QUICK_RANKS, SORT_WINDOW};
 use crate::ItemsError;
 
 /// Files whose footer and facets are kept, at most.
@@ -61,6 +61,56 @@ struct Inner {
     tables: Vec<(FileId, Arc<Table>)>,
     facets: Vec<(FileId, Arc<Facets>)>,
     results: Vec<Held>,
+    /// Filters (file and filter key) whose count runs in the background.
+    counting: Vec<(FileId, String)>,
+}
+
+impl Inner {
+    /// Keeps `ranked` as the result of (file, filter, order) within `budget` positions over all
+    /// results, dropping the least recently used first.
+    fn keep(
+        &mut self,
+        budget: usize,
+        file: &FileId,
+        filter: &str,
+        order: &str,
+        ranked: Arc<Ranked>,
+    ) {
+        let size = ranked.held();
+        if budget == 0 || size > budget {
+            return;
+        }
+        self.results
+            .retain(|h| !(h.file == *file && h.filter == filter && h.order == order));
+        self.results
+            .retain(|h| h.file.path != file.path || h.file == *file);
+        while self.results.iter().map(|h| h.ranked.held()).sum::<usize>() + size > budget {
+            self.results.remove(0);
+        }
+        self.results.push(Held {
+            file: file.clone(),
+            filter: filter.to_owned(),
+            order: order.to_owned(),
+            ranked,
+        });
+    }
+}
+
+/// A result's count: exact, or (a first page that did not wait for it) a lower bound.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Total {
+    rows: u64,
+    exact: bool,
+}
+
+impl Total {
+    fn exact(rows: u64) -> Total {
+        Total { rows, exact: true }
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Queries over item tables with what they keep between calls; shared by threads.
@@ -70,7 +120,10 @@ pub struct ItemsCache {
     head: usize,
     /// How deep a sorted page may start from either end ([`SORT_WINDOW`]).
     window: u64,
-    inner: Mutex<Inner>,
+    /// How long the first page of a filter waits for its count ([`COUNT_WAIT`]).
+    count_wait: Duration,
+    /// Shared with the background counts, which keep their result here when they finish.
+    inner: Arc<Mutex<Inner>>,
 }
 
 impl Default for ItemsCache {
@@ -86,7 +139,17 @@ impl ItemsCache {
             budget: positions,
             head: CACHED_POSITIONS,
             window: SORT_WINDOW,
-            inner: Mutex::new(Inner::default()),
+            count_wait: COUNT_WAIT,
+            inner: Arc::new(Mutex::new(Inner::default())),
+        }
+    }
+
+    /// The same cache, its first pages waiting `wait` for their result's count
+    /// (`Duration::MAX`: always exact).
+    pub fn with_count_wait(self, wait: Duration) -> ItemsCache {
+        ItemsCache {
+            count_wait: wait,
+            ..self
         }
     }
 
@@ -101,7 +164,7 @@ impl ItemsCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.inner)
     }
 
     fn table(&self, path: &Path) -> Result<(FileId, Arc<Table>), ItemsError> {
@@ -153,26 +216,7 @@ impl ItemsCache {
 
     fn keep(&self, file: &FileId, filter: &str, order: &str, ranked: Ranked) -> Arc<Ranked> {
         let ranked = Arc::new(ranked);
-        let size = ranked.held();
-        if self.budget == 0 || size > self.budget {
-            return ranked;
-        }
-        let mut inner = self.lock();
-        inner
-            .results
-            .retain(|h| !(h.file == *file && h.filter == filter && h.order == order));
-        inner
-            .results
-            .retain(|h| h.file.path != file.path || h.file == *file);
-        while inner.results.iter().map(|h| h.ranked.held()).sum::<usize>() + size > self.budget {
-            inner.results.remove(0);
-        }
-        inner.results.push(Held {
-            file: file.clone(),
-            filter: filter.to_owned(),
-            order: order.to_owned(),
-            ranked: ranked.clone(),
-        });
+        (self.lock()).keep(self.budget, file, filter, order, ranked.clone());
         ranked
     }
 
@@ -191,21 +235,126 @@ impl ItemsCache {
                 } else {
                     ranks.collect()
                 };
-                (rows, positions)
+                (Total::exact(rows), positions)
             }
-            _ => self.ranked(&file, &table, path, q, &filter, &order)?,
+            _ => self.ranked(&file, &table, path, q, filter, &order)?,
         };
         Ok(ItemPage {
-            total,
+            total: total.rows,
+            total_exact: total.exact,
             offset: q.offset,
             limit: q.limit,
             items: super::rows::read(&table, path, &positions)?,
         })
     }
 
-    /// A filtered or sorted page: the result's count and the page's positions, from the cache
-    /// or a scan.
+    /// A filtered or sorted page: the result's count and the page's positions, from the cache,
+    /// a first page's read or a scan.
     fn ranked(
+        &self,
+        file: &FileId,
+        table: &Arc<Table>,
+        path: &Path,
+        q: &ItemQuery,
+        filter: Filter,
+        order: &Order,
+    ) -> Result<(Total, Vec<u64>), ItemsError> {
+        let (fkey, okey) = (filter.key(), order.key());
+        if let Some(p) = (self.held(file, &fkey, Some(&okey))).and_then(|r| {
+            r.page(q.offset, q.limit)
+                .map(|p| (Total::exact(r.total), p))
+        }) {
+            return Ok(p);
+        }
+        let end = q.offset.saturating_add(q.limit as u64);
+        if *order == (Order::Index { desc: false }) && q.limit > 0 && end <= QUICK_RANKS {
+            return self.first_page(file, table, path, q, Arc::new(filter));
+        }
+        let (total, positions) = self.ranked_by_scan(file, table, path, q, &filter, order)?;
+        Ok((Total::exact(total), positions))
+    }
+
+    /// A page near the start of a filter in dataset order: its rows read from the first row
+    /// group on, while the result's count runs beside it (in the background, kept in the
+    /// cache when it ends); the page waits for the count [`COUNT_WAIT`] at most, so a filter
+    /// whose count scans a 10^7-row file answers its first page in the time its rows take.
+    fn first_page(
+        &self,
+        file: &FileId,
+        table: &Arc<Table>,
+        path: &Path,
+        q: &ItemQuery,
+        filter: Arc<Filter>,
+    ) -> Result<(Total, Vec<u64>), ItemsError> {
+        let started = Instant::now();
+        let fkey = filter.key();
+        let okey = Order::Index { desc: false }.key();
+        let counted = self.count_in_background(file, table, path, &filter, &okey);
+        let end = q.offset + q.limit as u64;
+        let (positions, seen, complete) = scan::first(table, path, &filter, end)?;
+        let page = (positions.iter().skip(q.offset as usize))
+            .map(|p| u64::from(*p))
+            .collect();
+        if complete {
+            return Ok((Total::exact(seen), page));
+        }
+        let wait = self.count_wait.saturating_sub(started.elapsed());
+        let counted = counted.and_then(|done| done.recv_timeout(wait).ok().flatten());
+        let total = match counted.or_else(|| self.held(file, &fkey, None).map(|r| r.total)) {
+            Some(rows) => Total::exact(rows),
+            None => Total {
+                rows: seen,
+                exact: false,
+            },
+        };
+        Ok((total, page))
+    }
+
+    /// Starts counting `filter`'s rows (and keeping its first positions, as a scan in dataset
+    /// order does) on a thread of its own, unless that count already runs; the receiver hears
+    /// the count when it ends (None if it failed).
+    fn count_in_background(
+        &self,
+        file: &FileId,
+        table: &Arc<Table>,
+        path: &Path,
+        filter: &Arc<Filter>,
+        okey: &str,
+    ) -> Option<mpsc::Receiver<Option<u64>>> {
+        let fkey = filter.key();
+        {
+            let mut inner = self.lock();
+            if inner.counting.iter().any(|(f, k)| f == file && *k == fkey) {
+                return None;
+            }
+            inner.counting.push((file.clone(), fkey.clone()));
+        }
+        let (tx, rx) = mpsc::channel();
+        let (inner, budget, head) = (self.inner.clone(), self.budget, self.budget.min(self.head));
+        let (file, table, path, filter, okey) = (
+            file.clone(),
+            table.clone(),
+            path.to_owned(),
+            filter.clone(),
+            okey.to_owned(),
+        );
+        std::thread::spawn(move || {
+            // A failed count keeps nothing: the next request of the filter counts again.
+            let ranked = scan::in_order(&table, &path, &filter, head, 0, 0..0).ok();
+            let total = ranked.as_ref().map(|r| r.total);
+            let mut held = lock(&inner);
+            if let Some(ranked) = ranked {
+                held.keep(budget, &file, &fkey, &okey, Arc::new(ranked));
+            }
+            held.counting.retain(|(f, k)| !(*f == file && *k == fkey));
+            drop(held);
+            let _ = tx.send(total);
+        });
+        Some(rx)
+    }
+
+    /// A filtered or sorted page found by a scan of the whole result.
+    fn ranked_by_scan(
         &self,
         file: &FileId,
         table: &Table,
@@ -215,11 +364,6 @@ impl ItemsCache {
         order: &Order,
     ) -> Result<(u64, Vec<u64>), ItemsError> {
         let (fkey, okey) = (filter.key(), order.key());
-        if let Some(p) = (self.held(file, &fkey, Some(&okey)))
-            .and_then(|r| r.page(q.offset, q.limit).map(|p| (r.total, p)))
-        {
-            return Ok(p);
-        }
         // The result's count, from the cache, the file, or a scan of the filter's columns.
         let total = |this: &Self| -> Result<u64, ItemsError> {
             if !q.filtered() {

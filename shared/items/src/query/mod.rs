@@ -45,6 +45,14 @@ pub const CACHED_POSITIONS: usize = 2_000_000;
 /// at most this many candidates (about 32 MB, more with string keys).
 pub const SORT_WINDOW: u64 = 1_000_000;
 
+/// How long the first page of a filter in dataset order waits for its result's count before it
+/// answers with the rows it found and a lower bound of the count ([`ItemPage::total_exact`]).
+pub const COUNT_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The deepest rank such a first page finds by reading from the start (below it, the count's
+/// scan finds the page).
+pub const QUICK_RANKS: u64 = 10_000;
+
 /// What a page asks for. Build it with [`ItemQuery::from_params`] (the API's query string) or
 /// field by field; `Default` is the first page of 100 rows in dataset order.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +90,10 @@ impl Default for ItemQuery {
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct ItemPage {
     pub total: u64,
+    /// False when `total` is a lower bound: the first page of a filter answers once its rows
+    /// are found and the count has not finished within [`COUNT_WAIT`]; the count goes on and
+    /// the next request of the same filter has it.
+    pub total_exact: bool,
     pub offset: u64,
     pub limit: usize,
     /// Each row as an object keyed by column name, in the file's column order, nulls as `null`.
@@ -202,10 +214,10 @@ fn parse_group(value: &str) -> Result<Vec<(String, String)>, ItemsError> {
 }
 
 /// The page `query` asks for of the item table at `path`, read without a cache (each call
-/// reads the footer again, and scans again when it filters or sorts); the aggregator keeps an
-/// [`ItemsCache`] instead.
+/// reads the footer again, and scans again when it filters or sorts) and with an exact count;
+/// the aggregator keeps an [`ItemsCache`] instead.
 pub fn query(path: &Path, query: &ItemQuery) -> Result<ItemPage, ItemsError> {
-    ItemsCache::new(0).query(path, query)
+    (ItemsCache::new(0).with_count_wait(std::time::Duration::MAX)).query(path, query)
 }
 
 #[cfg(test)]

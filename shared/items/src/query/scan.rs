@@ -131,6 +131,32 @@ pub(crate) fn count(table: &Table, path: &Path, filter: &Filter) -> Result<u64, 
     Ok(counts.into_iter().sum())
 }
 
+/// The first `need` rows `filter` keeps in dataset order, read row group by row group from the
+/// first and no further than they take: their positions, how many rows matched in the groups
+/// read, and whether those were all the groups (the count is then the result's count, else a
+/// lower bound of it). What a first page of a filter reads when its matches are not rare.
+pub(crate) fn first(
+    table: &Table,
+    path: &Path,
+    filter: &Filter,
+    need: u64,
+) -> Result<(Vec<u32>, u64, bool), ItemsError> {
+    let groups = table.starts.len() - 1;
+    let mut positions: Vec<u32> = Vec::new();
+    let mut count = 0;
+    for g in 0..groups {
+        count += scan(table, path, filter, None, g..g + 1, &mut |_, keep, base| {
+            let room = need.saturating_sub(positions.len() as u64) as usize;
+            let kept = keep.iter().enumerate().filter(|(_, k)| **k);
+            positions.extend(kept.take(room).map(|(r, _)| base + r as u32));
+        })?;
+        if positions.len() as u64 >= need {
+            return Ok((positions, count, g + 1 == groups));
+        }
+    }
+    Ok((positions, count, true))
+}
+
 /// What one run of row groups holds of a result in dataset order.
 struct Part {
     groups: Range<usize>,

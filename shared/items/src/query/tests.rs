@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 use std::path::Path;
+use std::time::Duration;
 
 use evalfleet_model::record::{JudgeId, Metrics, Outcome, ResultRecord, Score, Scores};
 use serde_json::{json, Value};
@@ -15,6 +16,7 @@ fn layout() -> ItemsLayout {
         dimensions: vec!["relevance".into(), "tone".into()],
         metrics: vec!["f1".into()],
         group_keys: vec!["model".into(), "prompt_version".into()],
+        human: vec![],
     }
 }
 
@@ -266,12 +268,15 @@ fn every_query_gives_the_rows_a_plain_filter_and_sort_give() {
     let path = dir.path().join("items.parquet");
     let rows = exported(&path);
     assert_eq!(rows.len() as u64, ROWS);
+    // Each first page waits for its count, so totals are exact whatever the machine's load
+    // (`a_first_page_need_not_wait_for_its_count` tests the other way).
+    let exact = |cache: ItemsCache| cache.with_count_wait(Duration::MAX);
     let caches = [
-        (ItemsCache::default(), SORT_WINDOW),
-        (ItemsCache::new(0), SORT_WINDOW),
+        (exact(ItemsCache::default()), SORT_WINDOW),
+        (exact(ItemsCache::new(0)), SORT_WINDOW),
         // Bounds small enough to reach: the deep pages of a filter in descending dataset order
         // and of a sort take their other roads.
-        (ItemsCache::bounded(3000, 500, 2500), 2500),
+        (exact(ItemsCache::bounded(3000, 500, 2500)), 2500),
     ];
     // Paging through one result, forwards and back, as the cache serves it.
     let paged = [
@@ -292,6 +297,37 @@ fn every_query_gives_the_rows_a_plain_filter_and_sort_give() {
     let (total, items) = expected(&rows, &q);
     let page = query(&path, &q).unwrap();
     assert_eq!((page.total, page.items), (total, items));
+}
+
+#[test]
+fn a_first_page_need_not_wait_for_its_count() {
+    let dir = table();
+    let path = dir.path().join("items.parquet");
+    let rows = exported(&path);
+    let cache = ItemsCache::default().with_count_wait(Duration::ZERO);
+    for query in ["q=refund", "tag=rude&offset=50", "status=ok&limit=1000"] {
+        let q = params(query);
+        let (total, items) = expected(&rows, &q);
+        let page = cache.query(&path, &q).unwrap();
+        assert_eq!(page.items, items, "{query}: the page is whole");
+        if !page.total_exact {
+            let end = (q.offset + q.limit as u64).min(total);
+            assert!(
+                (end..=total).contains(&page.total),
+                "{query}: a lower bound"
+            );
+        }
+        // The count goes on in the background; a later request has it, exact.
+        let counted = (0..500).find_map(|_| {
+            let page = cache.query(&path, &q).unwrap();
+            if page.total_exact {
+                return Some(page.total);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            None
+        });
+        assert_eq!(counted, Some(total), "{query}");
+    }
 }
 
 #[test]
