@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::facets::{self, Facets};
 use super::filter::Filter;
-use super::scan::{self, Ranked};
+use super::scan::{self, Ranked, Segment};
 use super::sort::Order;
 use super::table::Table;
 use super::{bad, ItemPage, ItemQuery, CACHED_POSITIONS, COUNT_WAIT, QUICK_RANKS, SORT_WINDOW};
@@ -111,6 +111,13 @@ impl Total {
 
 fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
     inner.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The page's positions: those from rank `offset` on of the first ranks found.
+fn page_of(positions: &[u32], offset: u64) -> Vec<u64> {
+    (positions.iter().skip(offset as usize))
+        .map(|p| u64::from(*p))
+        .collect()
 }
 
 /// Queries over item tables with what they keep between calls; shared by threads.
@@ -267,8 +274,22 @@ impl ItemsCache {
             return Ok(p);
         }
         let end = q.offset.saturating_add(q.limit as u64);
-        if *order == (Order::Index { desc: false }) && q.limit > 0 && end <= QUICK_RANKS {
-            return self.first_page(file, table, path, q, Arc::new(filter));
+        if q.limit > 0 && end <= QUICK_RANKS.min(self.window) {
+            let filter = Arc::new(filter);
+            let quick = match order {
+                Order::Index { desc: false } => {
+                    Some(self.first_page(file, table, path, q, &filter)?)
+                }
+                Order::Column { name, desc } => {
+                    self.sorted_page(file, table, path, q, &filter, name, *desc)?
+                }
+                Order::Index { desc: true } => None,
+            };
+            if let Some(page) = quick {
+                return Ok(page);
+            }
+            let (total, positions) = self.ranked_by_scan(file, table, path, q, &filter, order)?;
+            return Ok((Total::exact(total), positions));
         }
         let (total, positions) = self.ranked_by_scan(file, table, path, q, &filter, order)?;
         Ok((Total::exact(total), positions))
@@ -284,30 +305,83 @@ impl ItemsCache {
         table: &Arc<Table>,
         path: &Path,
         q: &ItemQuery,
-        filter: Arc<Filter>,
+        filter: &Arc<Filter>,
     ) -> Result<(Total, Vec<u64>), ItemsError> {
         let started = Instant::now();
-        let fkey = filter.key();
-        let okey = Order::Index { desc: false }.key();
-        let counted = self.count_in_background(file, table, path, &filter, &okey);
+        let counted = self.count_in_background(file, table, path, filter);
         let end = q.offset + q.limit as u64;
-        let (positions, seen, complete) = scan::first(table, path, &filter, end)?;
-        let page = (positions.iter().skip(q.offset as usize))
-            .map(|p| u64::from(*p))
-            .collect();
+        let (positions, seen, complete) = scan::first(table, path, filter, end)?;
+        let total = self.total_of(file, filter, started, counted, seen, complete);
+        Ok((total, page_of(&positions, q.offset)))
+    }
+
+    /// The first page of a sort by a number column: its rows from the row groups that can hold
+    /// them ([`scan::sorted_pruned`]), the count of a filter as for [`Self::first_page`]. None
+    /// when the column's statistics cannot bound its row groups.
+    #[allow(clippy::too_many_arguments)]
+    fn sorted_page(
+        &self,
+        file: &FileId,
+        table: &Arc<Table>,
+        path: &Path,
+        q: &ItemQuery,
+        filter: &Arc<Filter>,
+        column: &str,
+        desc: bool,
+    ) -> Result<Option<(Total, Vec<u64>)>, ItemsError> {
+        let started = Instant::now();
+        let end = q.offset + q.limit as u64;
+        let Some((positions, seen, complete)) =
+            scan::sorted_pruned(table, path, filter, column, desc, end as usize)?
+        else {
+            return Ok(None);
+        };
+        let total = if q.filtered() {
+            let counted = self.count_in_background(file, table, path, filter);
+            self.total_of(file, filter, started, counted, seen, complete)
+        } else {
+            Total::exact(table.rows())
+        };
+        if total.exact {
+            let ranked = Ranked {
+                total: total.rows,
+                segments: vec![Segment {
+                    start: 0,
+                    positions: positions.clone(),
+                }],
+            };
+            let order = Order::Column {
+                name: column.to_owned(),
+                desc,
+            };
+            self.keep(file, &filter.key(), &order.key(), ranked);
+        }
+        Ok(Some((total, page_of(&positions, q.offset))))
+    }
+
+    /// A first page's count: the rows seen when they were all, else the background count if it
+    /// ends within the wait (or ended before), else the rows seen as a lower bound.
+    fn total_of(
+        &self,
+        file: &FileId,
+        filter: &Filter,
+        started: Instant,
+        counted: Option<mpsc::Receiver<Option<u64>>>,
+        seen: u64,
+        complete: bool,
+    ) -> Total {
         if complete {
-            return Ok((Total::exact(seen), page));
+            return Total::exact(seen);
         }
         let wait = self.count_wait.saturating_sub(started.elapsed());
         let counted = counted.and_then(|done| done.recv_timeout(wait).ok().flatten());
-        let total = match counted.or_else(|| self.held(file, &fkey, None).map(|r| r.total)) {
+        match counted.or_else(|| self.held(file, &filter.key(), None).map(|r| r.total)) {
             Some(rows) => Total::exact(rows),
             None => Total {
                 rows: seen,
                 exact: false,
             },
-        };
-        Ok((total, page))
+        }
     }
 
     /// Starts counting `filter`'s rows (and keeping its first positions, as a scan in dataset
@@ -319,8 +393,8 @@ impl ItemsCache {
         table: &Arc<Table>,
         path: &Path,
         filter: &Arc<Filter>,
-        okey: &str,
     ) -> Option<mpsc::Receiver<Option<u64>>> {
+        let okey = Order::Index { desc: false }.key();
         let fkey = filter.key();
         {
             let mut inner = self.lock();
@@ -336,7 +410,7 @@ impl ItemsCache {
             table.clone(),
             path.to_owned(),
             filter.clone(),
-            okey.to_owned(),
+            okey,
         );
         std::thread::spawn(move || {
             // A failed count keeps nothing: the next request of the filter counts again.

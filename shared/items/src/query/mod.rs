@@ -14,6 +14,7 @@
 //! [`ItemsCache`] keeps each file's footer and the last result's positions of each file, so
 //! paging through a filtered or sorted result does not scan again.
 
+mod bounds;
 mod cache;
 mod facets;
 mod filter;

@@ -9,8 +9,9 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 
+use super::bounds::{self, Bound};
 use super::filter::Filter;
-use super::sort::{KeyColumn, TopK};
+use super::sort::{KeyColumn, KeyRef, TopK};
 use super::table::Table;
 use crate::ItemsError;
 
@@ -329,4 +330,56 @@ pub(crate) fn sorted(
         total,
         segments: vec![Segment { start, positions }],
     })
+}
+
+/// The first `k` rows `filter` keeps ordered by the number column `column`, reading only the
+/// row groups whose best key (from the footer's statistics, [`bounds`]) could still enter the
+/// first `k`, best groups first: their positions in order, how many rows matched in the groups
+/// read, and whether every group was read (that count is then the result's count, else a lower
+/// bound). None when the column has no usable statistics: [`sorted`] scans then.
+pub(crate) fn sorted_pruned(
+    table: &Table,
+    path: &Path,
+    filter: &Filter,
+    column: &str,
+    desc: bool,
+    k: usize,
+) -> Result<Option<(Vec<u32>, u64, bool)>, ItemsError> {
+    let Some(bounds) = bounds::bounds(table, column, desc) else {
+        return Ok(None);
+    };
+    let key = |b: Bound| match b {
+        Bound::Num(n) => KeyRef::Num(n),
+        Bound::Nulls => KeyRef::Null,
+    };
+    // Best bound first; a group's rows come after its first position.
+    let mut probe = TopK::new(bounds.len(), desc, false);
+    for (g, b) in bounds.iter().enumerate() {
+        probe.offer(key(*b), g as u32);
+    }
+    let order = probe.into_positions();
+    let mut top = TopK::new(k, desc, false);
+    let (mut count, mut read) = (0u64, 0usize);
+    for g in order.into_iter().map(|g| g as usize) {
+        let first = table.starts[g] as u32;
+        if !top.could_take(key(bounds[g]), first) {
+            continue;
+        }
+        read += 1;
+        count += scan(
+            table,
+            path,
+            filter,
+            Some(column),
+            g..g + 1,
+            &mut |batch, keep, base| {
+                let key = KeyColumn::of(batch, column);
+                for (r, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+                    top.offer(key.key(r), base + r as u32);
+                }
+            },
+        )?;
+    }
+    let all = read == bounds.len() || top.len() < k;
+    Ok(Some((top.into_positions(), count, all)))
 }

@@ -74,7 +74,7 @@ pub(crate) enum KeyRef<'a> {
 }
 
 /// `v` as a `u64` in the same order as `f64::total_cmp`.
-fn f64_key(v: f64) -> u64 {
+pub(crate) fn f64_key(v: f64) -> u64 {
     let bits = v.to_bits();
     if bits >> 63 == 1 {
         !bits
@@ -250,6 +250,18 @@ impl TopK {
                 };
             }
         }
+    }
+
+    /// Whether a row at `pos` or after it with key `key` (or a worse one) could still enter:
+    /// always while fewer than `k` are held; then only when it beats the worst held.
+    pub(crate) fn could_take(&self, key: KeyRef<'_>, pos: u32) -> bool {
+        self.heap.len() < self.k
+            || (self.heap.peek()).is_some_and(|worst| self.cmp_held(key, pos, worst).is_lt())
+    }
+
+    /// Rows held.
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
     }
 
     fn push(&mut self, entry: Entry) {

@@ -72,6 +72,11 @@ impl Table {
         })
     }
 
+    /// The rows of row group `g`.
+    pub(crate) fn group_rows(&self, g: usize) -> u64 {
+        self.starts[g + 1] - self.starts[g]
+    }
+
     /// The footer's size in memory.
     pub(crate) fn bytes(&self) -> usize {
         self.plain.metadata().memory_size()
