@@ -1,11 +1,12 @@
-//! A run's result records in an anonymous temporary file, with a 16-byte slot per example
+//! A run's result records in an anonymous temporary file, with an 8-byte slot per example
 //! index: written in any order and at most once per index, streamed back in index order.
 //!
-//! The embedded store keeps its records here, so a 10^6-example run costs ~16 MB of memory
+//! The embedded store keeps its records here, so a 10^7-example run costs ~80 MB of memory
 //! instead of the records themselves; the fleet aggregator keeps here the records it folds from
 //! the events stream, so it writes a run's reports from local disk instead of reading every
 //! record back from Redis.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -15,18 +16,118 @@ use evalfleet_model::record::{Outcome, ResultRecord};
 use evalfleet_report::{ItemSource, ReportError};
 
 /// Where a stored record sits in the file.
-#[derive(Clone, Copy, Default)]
-struct Slot {
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Place {
     offset: u64,
-    /// 0 = not stored.
     len: u32,
-    outcome: u8,
+    outcome: Outcome,
+}
+
+/// Bits of a [`Slot`]: the offset's (256 GiB of records), the length's (16 MiB; a longer
+/// record's length is kept beside the slots), and the outcome's.
+const OFFSET_BITS: u32 = 38;
+const LEN_BITS: u32 = 24;
+/// The length field of a record whose length is kept in [`Slots::long`].
+const LONG: u64 = (1 << LEN_BITS) - 1;
+
+/// A [`Place`] packed in 8 bytes (0 = not stored): the outcome + 1 in the top 2 bits, then
+/// the length, then the offset. Packed because a run's index is one slot per example: 16
+/// bytes a slot would be 160 MB at 10^7 examples, most of an aggregator's budget.
+#[derive(Clone, Copy, Default)]
+struct Slot(u64);
+
+fn outcome_code(outcome: Outcome) -> u64 {
+    match outcome {
+        Outcome::Ok => 1,
+        Outcome::Failed => 2,
+        Outcome::Skipped => 3,
+    }
+}
+
+/// Slots in chunks of [`CHUNK`], allocated as indexes reach them: no doubling of one vector
+/// (which would hold twice the index for a moment) and no slot before the first stored index's
+/// chunk is wasted beyond it.
+const CHUNK: usize = 1 << 16;
+
+#[derive(Default)]
+struct Slots {
+    chunks: Vec<Option<Box<[Slot]>>>,
+    /// Lengths of records of [`LONG`] bytes or more, by index.
+    long: HashMap<usize, u32>,
+    /// One past the highest index stored.
+    end: usize,
+    /// Indexes stored.
+    stored: u64,
+}
+
+impl Slots {
+    fn get(&self, i: usize) -> Option<Place> {
+        let slot = self.chunks.get(i / CHUNK)?.as_ref()?[i % CHUNK].0;
+        let outcome = match slot >> (OFFSET_BITS + LEN_BITS) {
+            1 => Outcome::Ok,
+            2 => Outcome::Failed,
+            3 => Outcome::Skipped,
+            _ => return None,
+        };
+        let len = (slot >> OFFSET_BITS) & LONG;
+        let len = if len == LONG {
+            *self.long.get(&i)?
+        } else {
+            len as u32
+        };
+        Some(Place {
+            offset: slot & ((1 << OFFSET_BITS) - 1),
+            len,
+            outcome,
+        })
+    }
+
+    fn set(&mut self, i: usize, place: Place) -> io::Result<()> {
+        if place.offset >> OFFSET_BITS != 0 {
+            return Err(io::Error::other(
+                "the spill file of stored results passed 256 GiB",
+            ));
+        }
+        self.stored += u64::from(self.get(i).is_none());
+        let len = if u64::from(place.len) >= LONG {
+            self.long.insert(i, place.len);
+            LONG
+        } else {
+            self.long.remove(&i);
+            u64::from(place.len)
+        };
+        let packed = outcome_code(place.outcome) << (OFFSET_BITS + LEN_BITS)
+            | len << OFFSET_BITS
+            | place.offset;
+        if self.chunks.len() <= i / CHUNK {
+            self.chunks.resize_with(i / CHUNK + 1, || None);
+        }
+        let chunk = self.chunks[i / CHUNK]
+            .get_or_insert_with(|| vec![Slot::default(); CHUNK].into_boxed_slice());
+        chunk[i % CHUNK] = Slot(packed);
+        self.end = self.end.max(i + 1);
+        Ok(())
+    }
+
+    /// The stored indexes from `first` on, and where they are, up to [`BLOCK_BYTES`] of
+    /// records (at least one); and the index after the last one looked at.
+    fn block(&self, first: usize) -> (Vec<(usize, Place)>, usize) {
+        let (mut placed, mut bytes, mut i) = (Vec::new(), 0u64, first);
+        while i < self.end && (bytes < BLOCK_BYTES || placed.is_empty()) {
+            if let Some(place) = self.get(i) {
+                bytes += u64::from(place.len);
+                placed.push((i, place));
+            }
+            i += 1;
+        }
+        (placed, i)
+    }
 }
 
 struct Index {
     writer: BufWriter<File>,
     end: u64,
-    slots: Vec<Slot>,
+    slots: Slots,
 }
 
 pub struct Spill {
@@ -46,7 +147,7 @@ impl Spill {
             index: Mutex::new(Index {
                 writer,
                 end: 0,
-                slots: Vec::new(),
+                slots: Slots::default(),
             }),
         })
     }
@@ -72,26 +173,26 @@ impl Spill {
     fn keep(&self, index: u64, outcome: Outcome, json: &[u8], replace: bool) -> io::Result<bool> {
         let mut spill = self.lock()?;
         let i = index as usize;
-        if !replace && spill.slots.get(i).is_some_and(|s| s.len > 0) {
+        if !replace && spill.slots.get(i).is_some() {
             return Ok(false);
         }
-        if spill.slots.len() <= i {
-            spill.slots.resize(i + 1, Slot::default());
-        }
-        spill.writer.write_all(json)?;
+        let len = u32::try_from(json.len())
+            .map_err(|_| io::Error::other(format!("result {index} is 4 GiB or more")))?;
         let offset = spill.end;
+        spill.writer.write_all(json)?;
         spill.end += json.len() as u64;
-        spill.slots[i] = Slot {
+        let place = Place {
             offset,
-            len: json.len() as u32,
-            outcome: outcome as u8,
+            len,
+            outcome,
         };
+        spill.slots.set(i, place)?;
         Ok(true)
     }
 
     /// How many indexes are kept.
     pub fn count(&self) -> io::Result<u64> {
-        Ok(self.lock()?.slots.iter().filter(|s| s.len > 0).count() as u64)
+        Ok(self.lock()?.slots.stored)
     }
 
     /// Which of `indices` are kept.
@@ -99,7 +200,7 @@ impl Spill {
         let spill = self.lock()?;
         Ok(indices
             .iter()
-            .map(|&i| spill.slots.get(i as usize).is_some_and(|s| s.len > 0))
+            .map(|&i| spill.slots.get(i as usize).is_some())
             .collect())
     }
 }
@@ -111,18 +212,18 @@ impl ItemSource for Spill {
         f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
     ) -> Result<(), ReportError> {
         let source = |e: io::Error| ReportError::Source(e.to_string());
-        let slots: Vec<Slot> = {
-            let mut spill = self.lock().map_err(source)?;
-            spill.writer.flush().map_err(source)?;
-            spill.slots.clone()
-        };
+        self.lock()
+            .and_then(|mut spill| spill.writer.flush())
+            .map_err(source)?;
         let mut block = Block::default();
         let mut first = 0;
-        while first < slots.len() {
-            let end = block_end(&slots, first);
-            block
-                .read(&self.file, &slots, first..end, only)
-                .map_err(source)?;
+        loop {
+            // A block's places are copied under the lock, never the whole index.
+            let (placed, next) = self.lock().map_err(source)?.slots.block(first);
+            if placed.is_empty() {
+                break;
+            }
+            block.read(&self.file, &placed, only).map_err(source)?;
             for (index, bytes) in block.records() {
                 let unreadable = |e: &dyn std::fmt::Display| {
                     ReportError::Source(format!(
@@ -136,7 +237,7 @@ impl ItemSource for Spill {
                 let rec: ResultRecord = serde_json::from_str(text).map_err(|e| unreadable(&e))?;
                 f(&rec)?;
             }
-            first = end;
+            first = next;
         }
         Ok(())
     }
@@ -147,17 +248,6 @@ impl ItemSource for Spill {
 const BLOCK_BYTES: u64 = if cfg!(test) { 16 << 10 } else { 8 << 20 };
 /// A gap between two wanted records up to which one read takes both (and the gap).
 const COALESCE_GAP: u64 = 64 << 10;
-
-/// Where the block of indices starting at `first` ends: after [`BLOCK_BYTES`] of records.
-fn block_end(slots: &[Slot], first: usize) -> usize {
-    let mut bytes = 0;
-    let mut end = first;
-    while end < slots.len() && (bytes < BLOCK_BYTES || end == first) {
-        bytes += u64::from(slots[end].len);
-        end += 1;
-    }
-    end
-}
 
 /// One block of indices' records, read in file order and handed out in index order.
 ///
@@ -177,35 +267,32 @@ impl Block {
     fn read(
         &mut self,
         file: &File,
-        slots: &[Slot],
-        indices: std::ops::Range<usize>,
+        placed: &[(usize, Place)],
         only: Option<Outcome>,
     ) -> io::Result<()> {
         self.buf.clear();
         self.placed.clear();
-        let mut wanted: Vec<usize> = indices
-            .filter(|&i| {
-                let slot = &slots[i];
-                slot.len > 0 && only.is_none_or(|o| o as u8 == slot.outcome)
-            })
+        let mut wanted: Vec<(usize, Place)> = (placed.iter().copied())
+            .filter(|(_, p)| only.is_none_or(|o| o == p.outcome))
             .collect();
-        wanted.sort_unstable_by_key(|&i| slots[i].offset);
+        wanted.sort_unstable_by_key(|(_, p)| p.offset);
+        let end = |p: &Place| p.offset + u64::from(p.len);
         let mut k = 0;
         while k < wanted.len() {
             // A run of records close enough to read together.
-            let from = slots[wanted[k]].offset;
-            let mut to = from + u64::from(slots[wanted[k]].len);
+            let from = wanted[k].1.offset;
+            let mut to = end(&wanted[k].1);
             let mut j = k + 1;
-            while j < wanted.len() && slots[wanted[j]].offset <= to + COALESCE_GAP {
-                to = to.max(slots[wanted[j]].offset + u64::from(slots[wanted[j]].len));
+            while j < wanted.len() && wanted[j].1.offset <= to + COALESCE_GAP {
+                to = to.max(end(&wanted[j].1));
                 j += 1;
             }
             let base = self.buf.len();
             self.buf.resize(base + (to - from) as usize, 0);
             file.read_exact_at(&mut self.buf[base..], from)?;
-            for &i in &wanted[k..j] {
-                let start = base + (slots[i].offset - from) as usize;
-                self.placed.push((i, start, slots[i].len as usize));
+            for (i, p) in &wanted[k..j] {
+                let start = base + (p.offset - from) as usize;
+                self.placed.push((*i, start, p.len as usize));
             }
             k = j;
         }
@@ -267,15 +354,64 @@ mod tests {
     }
 
     #[test]
-    fn blocks_end_after_their_bytes_and_always_hold_one_slot() {
-        let slot = |len| Slot {
-            offset: 0,
+    fn blocks_end_after_their_bytes_and_always_hold_one_record() {
+        let mut slots = Slots::default();
+        let place = |offset, len| Place {
+            offset,
             len,
-            outcome: 0,
+            outcome: Outcome::Ok,
         };
-        let slots = vec![slot(BLOCK_BYTES as u32 + 1), slot(10), slot(10)];
-        assert_eq!(block_end(&slots, 0), 1);
-        assert_eq!(block_end(&slots, 1), 3);
-        assert_eq!(block_end(&[], 0), 0);
+        slots.set(0, place(0, BLOCK_BYTES as u32 + 1)).unwrap();
+        slots.set(2, place(100, 10)).unwrap();
+        slots.set(3, place(110, 10)).unwrap();
+        assert_eq!(slots.block(0).0.len(), 1);
+        assert_eq!(slots.block(0).1, 1);
+        let (placed, next) = slots.block(1);
+        assert_eq!(placed.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(next, 4);
+        assert!(slots.block(4).0.is_empty());
+    }
+
+    #[test]
+    fn a_slot_keeps_every_offset_length_and_outcome_it_can_hold() {
+        let mut slots = Slots::default();
+        let cases = [
+            (0, 0, 1, Outcome::Ok),
+            (7, (1 << 38) - 1, (1 << 24) - 2, Outcome::Failed),
+            // A length of 16 MiB or more is kept beside the slot.
+            (CHUNK * 3 + 5, 12, (1 << 24) - 1, Outcome::Skipped),
+            (CHUNK * 3 + 6, 99, u32::MAX, Outcome::Ok),
+        ];
+        for (i, offset, len, outcome) in cases {
+            let place = Place {
+                offset,
+                len,
+                outcome,
+            };
+            slots.set(i, place).unwrap();
+            assert_eq!(slots.get(i), Some(place));
+        }
+        assert_eq!(slots.get(1), None);
+        assert_eq!(slots.get(CHUNK), None, "a chunk never reached");
+        assert_eq!(slots.get(CHUNK * 9), None, "past the end");
+        // A record stored again with a short length forgets the long one.
+        let short = Place {
+            offset: 5,
+            len: 3,
+            outcome: Outcome::Ok,
+        };
+        slots.set(CHUNK * 3 + 5, short).unwrap();
+        assert_eq!(slots.get(CHUNK * 3 + 5), Some(short));
+        assert!(slots.long.len() == 1);
+        assert_eq!(slots.stored, 4, "stored again is not stored twice");
+        let beyond = Place {
+            offset: 1 << 38,
+            len: 1,
+            outcome: Outcome::Ok,
+        };
+        assert!(
+            slots.set(0, beyond).is_err(),
+            "past 256 GiB is an error, not a wrap"
+        );
     }
 }
