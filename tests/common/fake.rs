@@ -15,6 +15,8 @@ use serde_json::{json, Value};
 
 use super::{root, run_with_timeout, Output};
 
+pub mod targets;
+
 /// The environment variable the generated configs name as every provider's `api_key_env`.
 pub const KEY_ENV: &str = "EVALFLEET_TEST_KEY";
 

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod embedded;
+
 pub struct Fleet {
     pub prefix: String,
     pub dir: tempfile::TempDir,
