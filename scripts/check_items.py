@@ -62,6 +62,9 @@ def main(report_dir):
             judge = score["judge"]
             expect(i, f"{d}.judge", f"{judge['provider']}/{judge['model']}")
             expect(i, f"{d}.unscored", "unscored" in score)
+            if d in (report["config"].get("human_labels") or {}):
+                human = score.get("human")
+                expect(i, f"{d}.human", None if human is None else float(human))
         if seed:
             expect(i, "group.model", item["model"])
             expect(i, "group.prompt_version", item["prompt_version"])

@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use evalfleet_compare::CompareError;
 use evalfleet_config::ConfigError;
 use evalfleet_dataset::DatasetError;
+use evalfleet_model::run_id::BadRunId;
+use evalfleet_producer::submit::SubmitError;
 use evalfleet_producer::ProduceError;
 use evalfleet_suites::suite::SuiteError;
 use evalfleet_worker::WorkerError;
@@ -50,6 +52,8 @@ impl Exit {
                 || e.is::<DatasetError>()
                 || e.is::<SuiteError>()
                 || e.is::<ConfigError>()
+                || e.is::<BadRunId>()
+                || matches!(e.downcast_ref::<SubmitError>(), Some(SubmitError::RunId(_)))
                 || e.downcast_ref::<CompareError>()
                     .is_some_and(CompareError::is_bad_input)
                 || matches!(

@@ -64,6 +64,10 @@ fn pyarrow_reads_every_suites_items_as_the_report_has_them() {
             "examples/qa-faithfulness.csv",
             "config/suites/qa-faithfulness.yaml",
         ),
+        (
+            "examples/support-judge-labelled.jsonl",
+            "config/suites/support-judge-human.yaml",
+        ),
     ] {
         check_with_pyarrow(&run(dir.path(), data, suite));
     }

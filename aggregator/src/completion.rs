@@ -47,6 +47,9 @@ pub(crate) trait Observer {
     fn running(&mut self, meta: &RunMeta, counts: Counts);
     /// A finished run (complete or cancelled, maybe elsewhere): no longer to be followed.
     fn ended(&mut self, meta: &RunMeta);
+    /// A run whose id breaks the run-id rule (it came into Redis some other way than through
+    /// `submit`): never followed, finished or written, `why` says so.
+    fn refused(&mut self, meta: &RunMeta, why: &str);
 }
 
 /// One sweep over the latest runs: `observer` sees each one, and `finish(meta, total, done)`
@@ -63,6 +66,10 @@ where
     Fut: Future<Output = Result<(), AggregatorError>>,
 {
     for meta in registry.runs().await? {
+        if let Err(e) = evalfleet_model::run_id::check(&meta.id) {
+            observer.refused(&meta, &e.to_string());
+            continue;
+        }
         if meta.status.is_finished() {
             observer.ended(&meta);
         }
@@ -200,6 +207,7 @@ mod tests {
     struct Seen {
         running: Vec<String>,
         ended: Vec<String>,
+        refused: Vec<String>,
     }
 
     impl Observer for Seen {
@@ -208,6 +216,10 @@ mod tests {
         }
         fn ended(&mut self, meta: &RunMeta) {
             self.ended.push(meta.id.clone());
+        }
+        fn refused(&mut self, meta: &RunMeta, why: &str) {
+            assert!(why.contains(evalfleet_model::run_id::RULE), "{why}");
+            self.refused.push(meta.id.clone());
         }
     }
 
@@ -304,5 +316,24 @@ mod tests {
         let (result, finished, _) = sweep_once(&registry, false).await;
         result.unwrap();
         assert_eq!(finished, ["r:2/2"], "retried by the next sweep");
+    }
+
+    #[tokio::test]
+    async fn a_run_whose_id_breaks_the_rule_is_never_finished_even_when_complete() {
+        let mut registry = Memory::default();
+        *registry.runs.lock().unwrap() = vec![
+            meta("../../tmp/nu/pwned", RunStatus::Running, Some(1)),
+            meta("a:b", RunStatus::Running, Some(1)),
+            meta("fine", RunStatus::Running, Some(1)),
+        ];
+        for id in ["../../tmp/nu/pwned", "a:b", "fine"] {
+            registry.counts.insert(id.into(), counts(1));
+        }
+        let (result, finished, observed) = sweep_once(&registry, false).await;
+        result.unwrap();
+        assert_eq!(finished, ["fine:1/1"]);
+        assert_eq!(observed.refused, ["../../tmp/nu/pwned", "a:b"]);
+        assert_eq!(observed.running, ["fine"]);
+        assert!(registry.locks.lock().unwrap().is_empty(), "never locked");
     }
 }

@@ -146,10 +146,13 @@ impl Folding {
     }
 
     /// Follows `run_id` (unless it is followed already). Err when its result log cannot be
-    /// created.
+    /// created, or when the run's directory may not be written (`run_dir::resolve`: the
+    /// service checks that first and refuses the run's events).
     pub(crate) fn track(&mut self, run_id: &str, spec: RunSpec) -> io::Result<()> {
         if !self.runs.contains_key(run_id) {
-            let logs = results_log::dir(&self.reports_dir, run_id);
+            let dir = crate::run_dir::resolve(&self.reports_dir, run_id)
+                .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
+            let logs = results_log::dir(&dir);
             let tracked = Tracked::new(run_id, spec, &logs, &self.consumer)?;
             self.runs.insert(run_id.to_owned(), tracked);
         }

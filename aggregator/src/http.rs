@@ -96,9 +96,16 @@ async fn runs<S: Runs>(State(a): State<Arc<S>>) -> Response {
     }
 }
 
-/// The run's registry entry, or the response saying why there is none (404, or 503 when Redis
-/// cannot be read).
+/// The run's registry entry, or the response saying why there is none (400 for an id that
+/// breaks the run-id rule, 404, or 503 when Redis cannot be read).
 async fn registered<S: Runs>(a: &S, id: &str) -> Result<RunMeta, Response> {
+    if let Err(e) = evalfleet_model::run_id::check(id) {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": e.to_string(), "rule": evalfleet_model::run_id::RULE})),
+        )
+            .into_response());
+    }
     match a.run(id).await {
         Ok(Some(meta)) => Ok(meta),
         Ok(None) => Err((

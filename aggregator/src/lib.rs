@@ -10,6 +10,7 @@ pub mod metrics;
 pub mod queue_gauges;
 pub mod report_writer;
 mod results_log;
+mod run_dir;
 pub mod service;
 
 use std::path::{Path, PathBuf};

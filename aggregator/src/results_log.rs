@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use evalfleet_contract::spill::Spill;
 use evalfleet_model::record::Outcome;
 
-/// The directory of a run's result logs.
-pub(crate) fn dir(reports_dir: &Path, run_id: &str) -> PathBuf {
-    reports_dir.join(run_id).join(".results")
+/// The directory of a run's result logs, in the run's directory (`run_dir::resolve`).
+pub(crate) fn dir(run_dir: &Path) -> PathBuf {
+    run_dir.join(".results")
 }
 
 /// One aggregator's log of one run.
@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn logs_replay_in_index_order_the_latest_line_of_an_index_winning() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = dir(tmp.path(), "r");
+        let dir = dir(&tmp.path().join("r"));
         let mut first = ResultLog::create(&dir, "agg:1").unwrap();
         for (i, o) in [(2, Outcome::Ok), (0, Outcome::Failed), (1, Outcome::Ok)] {
             first.append(i, o, &json(i, o)).unwrap();
@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_left_out_and_a_bad_line_is_an_error() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = dir(tmp.path(), "r");
+        let dir = dir(&tmp.path().join("r"));
         let mut log = ResultLog::create(&dir, "agg").unwrap();
         log.append(0, Outcome::Ok, &json(0, Outcome::Ok)).unwrap();
         log.sync().unwrap();

@@ -9,6 +9,7 @@
 //! sharing the stream) they are rebuilt from Redis in one streaming pass. A failing step (Redis
 //! restarting, a report that cannot be written yet) is logged and retried, never fatal.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,8 +23,8 @@ use evalfleet_suites::spec::RunSpec;
 use crate::fold::{worth_following, Folding};
 use crate::metrics::metrics;
 use crate::report_writer::{write_run_reports, Destination, Written};
-use crate::results_log;
 use crate::{completion, gauges, queue_gauges, AggregatorError};
+use crate::{results_log, run_dir};
 use tokio_util::sync::CancellationToken;
 
 /// How often running runs are checked for completion: it bounds the delay between a run's last
@@ -63,6 +64,9 @@ pub struct Aggregator<S, D> {
     folding: Mutex<Folding>,
     /// Where queue-depth metrics come from; the aggregator works without any.
     queue_depths: Option<Arc<D>>,
+    /// Runs refused (their id breaks the rule, or their directory would not be inside
+    /// reports_dir), so each is logged once, not at every sweep.
+    refused: Mutex<HashSet<String>>,
 }
 
 impl<S: Results, D: QueueDepths> Aggregator<S, D> {
@@ -73,6 +77,7 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             opts,
             folding: Mutex::new(folding),
             queue_depths: None,
+            refused: Mutex::new(HashSet::new()),
         }
     }
 
@@ -148,6 +153,19 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
         self.folding.lock().ok()
     }
 
+    /// Says once that `run` is not followed, finished or written, and why.
+    fn refuse(&self, run: &str, why: &str) {
+        let Ok(mut refused) = self.refused.lock() else {
+            return;
+        };
+        if refused.len() >= 10_000 {
+            refused.clear();
+        }
+        if refused.insert(run.to_owned()) {
+            tracing::error!(run = %run.escape_debug(), reason = %why, "run refused: its results are acknowledged and dropped, its reports never written");
+        }
+    }
+
     async fn fold_and_ack(
         &self,
         events: &mut S::Reader,
@@ -162,6 +180,13 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             let Some(record) = event.record else { continue };
             let tracked = self.folding().is_some_and(|f| f.is_tracked(&event.run_id));
             if !tracked {
+                // A run that may not be written can never be reported: its events are
+                // acknowledged without being followed (left pending, they would be claimed
+                // again and again).
+                if let Err(e) = evalfleet_model::run_id::check(&event.run_id) {
+                    self.refuse(&event.run_id, &e.to_string());
+                    continue;
+                }
                 // An event of a run not followed here: of a run finished (by us before a
                 // restart, or by another aggregator), not followed again; of a run `retry`
                 // reopened, followed again — its results must reach a log.
@@ -174,6 +199,11 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 }
                 match self.store.spec(&event.run_id).await {
                     Ok(Some(spec)) => {
+                        // Its directory, made now, must be inside reports_dir.
+                        if let Err(why) = run_dir::resolve(&self.opts.reports_dir, &event.run_id) {
+                            self.refuse(&event.run_id, &why);
+                            continue;
+                        }
                         if let Some(mut f) = self.folding() {
                             f.track(&event.run_id, spec).map_err(|source| {
                                 AggregatorError::Log {
@@ -248,7 +278,14 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
         if self.store.in_flight(&run).await? > 0 {
             return Ok(());
         }
-        let logs = results_log::dir(&self.opts.reports_dir, &run);
+        let dir = match run_dir::resolve(&self.opts.reports_dir, &run) {
+            Ok(dir) => dir,
+            Err(why) => {
+                self.refuse(&run, &why);
+                return Ok(());
+            }
+        };
+        let logs = results_log::dir(&dir);
         // Folded whole here, and nobody else logged part of it (another aggregator, or this
         // one before a restart): the report comes from what was folded. Otherwise from the
         // run's result logs, once they hold every stored result.
@@ -287,7 +324,6 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             (replayed, _) => (None, replayed),
         };
         let rebuilt = incremental.is_none();
-        let dir = self.opts.reports_dir.join(&run);
         let writing = Instant::now();
         let target = dir.clone();
         let logs_dir = logs.clone();
@@ -350,6 +386,10 @@ impl<S: Results, D: QueueDepths> completion::Observer for SweepObserver<'_, S, D
                 f.end(&meta.id);
             }
         }
+    }
+
+    fn refused(&mut self, meta: &RunMeta, why: &str) {
+        self.0.refuse(&meta.id, why);
     }
 }
 

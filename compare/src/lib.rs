@@ -10,6 +10,7 @@
 //! `submit --wait --baseline` and the aggregator's HTTP API share it.
 
 mod flips;
+mod human;
 mod pair;
 mod quantity;
 mod read;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use flips::{Flip, FlipScore, FlipSide, FlipView, Flips};
+pub use human::{HumanChange, HumanDelta, HumanFigures};
 pub use pair::PairingSummary;
 pub use quantity::Quantity;
 pub use read::{resolve, Kind};
@@ -138,6 +140,10 @@ pub struct Comparison {
     /// The same per group of each `group_by` entry (each object carries `group`).
     pub groups: Vec<Quantity>,
     pub flips: Flips,
+    /// How the judges' agreement with people changed, where either run measured it (shown,
+    /// not gated).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub human_agreement: Vec<HumanChange>,
 }
 
 impl Comparison {
@@ -221,6 +227,7 @@ pub fn compare(base: &Path, new: &Path, opts: &Options) -> Result<Comparison, Co
     };
     let (base_side, new_side) = (side(&b), side(&n));
     let max_drop_overrides = n.suite.compare.max_drop.clone();
+    let human_agreement = human::changes(&b.human, &n.human);
     let (base_items, new_items) = (b.items_at(), n.items_at());
     // The reports' columns are no longer needed: free them before the flips' second pass.
     drop((b, n));
@@ -250,6 +257,7 @@ pub fn compare(base: &Path, new: &Path, opts: &Options) -> Result<Comparison, Co
         comparisons,
         groups,
         flips,
+        human_agreement,
     })
 }
 
@@ -259,10 +267,12 @@ pub fn write_outputs(dir: &Path, c: &Comparison) -> Result<Vec<PathBuf>, Compare
 }
 
 /// The default output directory: `<reports_dir>/compare-<base>-<new>/`, named after the run ids
-/// (or the report directories' names).
+/// (or the report directories' names: a report's id that breaks the run-id rule, from an older
+/// version, never becomes part of a path).
 pub fn default_out_dir(reports_dir: &Path, c: &Comparison) -> PathBuf {
     let name = |s: &Side| {
-        s.run_id.clone().unwrap_or_else(|| {
+        let id = (s.run_id.clone()).filter(|id| evalfleet_model::run_id::check(id).is_ok());
+        id.unwrap_or_else(|| {
             s.path
                 .parent()
                 .and_then(|p| p.file_name())

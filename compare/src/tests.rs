@@ -235,3 +235,59 @@ fn bad_inputs_are_named() {
     assert!(err.to_string().contains("no-such-run"), "{err}");
     assert!(err.is_bad_input());
 }
+
+#[test]
+fn human_agreement_changes_are_shown_not_gated() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<(String, &str, Option<f64>, bool)> = (0..10)
+        .map(|i| (format!("t{i}"), "a", Some(4.0), true))
+        .collect();
+    let rows: Vec<(&str, &str, Option<f64>, bool)> = rows
+        .iter()
+        .map(|(i, m, s, p)| (i.as_str(), *m, *s, *p))
+        .collect();
+    let with_agreement = |run: &str, kappa: f64| {
+        let mut r = seed_report(run, &rows);
+        r["aggregates"] = json!({"by_model": {}, "human_agreement": {"relevance": {
+            "n": 10, "kappa_quadratic": kappa, "spearman": 0.5, "exact": 0.4, "within_1": 0.9,
+            "bias": 0.25, "scale": [1, 5], "confusion": [],
+            "by_judge": {"openai/gpt": {"n": 10, "kappa_quadratic": kappa, "spearman": null,
+                                         "exact": 0.4, "within_1": 0.9, "bias": 0.25}}}}});
+        r
+    };
+    let base = write(dir.path(), "base.json", &with_agreement("r1", 0.8));
+    let new = write(dir.path(), "new.json", &with_agreement("r2", 0.55));
+    let c = compare(&base, &new, &Options::default()).unwrap();
+    assert!(
+        !c.verdict.regressed,
+        "agreement with people is shown, not gated"
+    );
+    assert_eq!(c.human_agreement.len(), 2);
+    let dim = &c.human_agreement[0];
+    assert_eq!(
+        (dim.dimension.as_str(), dim.judge.as_deref()),
+        ("relevance", None)
+    );
+    assert!((dim.change.kappa_quadratic.unwrap() + 0.25).abs() < 1e-12);
+    assert_eq!(dim.change.spearman, Some(0.0));
+    assert_eq!(c.human_agreement[1].judge.as_deref(), Some("openai/gpt"));
+    assert_eq!(c.human_agreement[1].change.spearman, None);
+    let out = tempfile::tempdir().unwrap();
+    write_outputs(out.path(), &c).unwrap();
+    let md = std::fs::read_to_string(out.path().join("compare.md")).unwrap();
+    assert!(md.contains("**Agreement with people**"), "{md}");
+    assert!(
+        md.contains("| `relevance` | all judges | 10 → 10 | 0.8000 → 0.5500 (-0.2500) |"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(out.path().join("compare.html")).unwrap();
+    assert!(html.contains("<h2>Agreement with people</h2>"));
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("compare.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["human_agreement"][0]["base"]["kappa_quadratic"], 0.8);
+    // A report without human labels: no section.
+    let plain = write(dir.path(), "plain.json", &seed_report("r3", &rows));
+    let c = compare(&plain, &plain, &Options::default()).unwrap();
+    assert!(c.human_agreement.is_empty());
+}

@@ -19,6 +19,7 @@ use evalfleet_producer::{open_dataset, produce, ProduceError, ProduceOptions, Pr
 use evalfleet_report::aggregate::RunAggregator;
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::suite::Suite;
+use evalfleet_worker::scorer::Scorers;
 use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{run_workers, Judge, Pipeline, WorkerError, WorkerStats};
 
@@ -32,6 +33,8 @@ pub struct EmbeddedRun<'a> {
     pub judge: Judge,
     /// A target run: the outputs come from this target.
     pub target: Option<RunTarget>,
+    /// The suite's code scorers (`Scorers::none()` when it has none).
+    pub scorers: Scorers,
     pub concurrency: usize,
     /// Records read, bytes consumed, skipped (the producer's counters).
     pub progress: Arc<Progress>,
@@ -60,8 +63,10 @@ pub enum EmbeddedError {
 
 /// Runs producer, workers and aggregator until every record of the dataset has a result.
 pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedError> {
-    // Live judges and targets wait on the network; offline judges are CPU-bound.
-    let live = matches!(run.judge, Judge::Live(_)) || run.target.is_some();
+    // Live judges, targets and code scorers wait on the network or other processes; offline
+    // judges are CPU-bound.
+    let live =
+        matches!(run.judge, Judge::Live(_)) || run.target.is_some() || run.suite.has_scorers();
     let reader = open_dataset(run.dataset, &run.read, run.progress.clone())
         .map_err(|e| EmbeddedError::Produce(e.into()))?;
     let dataset_dir = run.dataset.parent().map(Path::to_path_buf);
@@ -80,7 +85,7 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
     let (store, events) =
         InProcessStore::new(run.run_id, 64, event_batch).map_err(EmbeddedError::Spill)?;
     let store = Arc::new(store);
-    let mut pipeline = Pipeline::new(run.suite.clone(), run.judge);
+    let mut pipeline = Pipeline::new(run.suite.clone(), run.judge).with_scorers(run.scorers);
     if let Some(target) = run.target {
         pipeline = pipeline.with_target(target);
     }
@@ -148,6 +153,7 @@ mod tests {
             rules: ProviderRules::default(),
             judge,
             target: None,
+            scorers: Scorers::none(),
             concurrency: 2,
             progress: Arc::new(Progress::default()),
             evaluated: Arc::new(AtomicU64::new(0)),

@@ -95,6 +95,10 @@ pub struct FakeProviderArgs {
     /// `response_format` `json_object`/`json_schema` always get bare JSON.
     #[arg(long, default_value_t = 0.2, value_parser = parse_rate)]
     pub wrap_rate: f64,
+    /// Share of pairwise questions ("is answer A or B better?") answered `A` whatever the
+    /// answers: a judge that follows the position (its verdict flips when the answers swap).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_rate)]
+    pub position_bias: f64,
     /// Seed of the score hash and of the per-request fault/latency/wrapping draws.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
@@ -155,6 +159,7 @@ impl Default for FakeProviderArgs {
             hang_ms: 120_000,
             fault_retry_after_ms: 1_000,
             wrap_rate: 0.2,
+            position_bias: 0.0,
             seed: 7,
             batch_processing_ms: 1_000,
             batch_error_rate: 0.0,
@@ -177,7 +182,7 @@ impl FakeProviderArgs {
         Ok(())
     }
 
-    fn rates(&self) -> [(&'static str, f64); 11] {
+    fn rates(&self) -> [(&'static str, f64); 12] {
         [
             ("fault_429", self.fault_429),
             ("fault_quota", self.fault_quota),
@@ -188,6 +193,7 @@ impl FakeProviderArgs {
             ("fault_out_of_range", self.fault_out_of_range),
             ("fault_non_json", self.fault_non_json),
             ("wrap_rate", self.wrap_rate),
+            ("position_bias", self.position_bias),
             ("batch_error_rate", self.batch_error_rate),
             ("batch_expiry_rate", self.batch_expiry_rate),
         ]
@@ -217,6 +223,7 @@ pub struct ConfigPatch {
     pub hang_ms: Option<u64>,
     pub fault_retry_after_ms: Option<u64>,
     pub wrap_rate: Option<f64>,
+    pub position_bias: Option<f64>,
     /// A new seed also restarts the per-request random stream.
     pub seed: Option<u64>,
     pub batch_processing_ms: Option<u64>,
@@ -255,6 +262,7 @@ impl ConfigPatch {
             hang_ms,
             fault_retry_after_ms,
             wrap_rate,
+            position_bias,
             seed,
             batch_processing_ms,
             batch_error_rate,

@@ -10,6 +10,7 @@ use crate::clock::now_unix_ms;
 use crate::faults::Fault;
 use crate::judge::{estimate_tokens, is_judge_prompt, wrap, Verdict, NON_JSON_PROSE};
 use crate::limiter::{Decision, LimitKind, Snapshot};
+use crate::pairwise::{self, is_pairwise_prompt};
 use crate::state::FakeProvider;
 use crate::stats::Provider;
 
@@ -72,8 +73,13 @@ impl FakeProvider {
         let fault = Fault::pick(&cfg, draws.fault);
         let content = if is_judge_prompt(ask.prompt) {
             let verdict = Verdict::for_prompt(cfg.seed, ask.prompt);
+            let pairwise = is_pairwise_prompt(ask.prompt);
             let content = match fault {
                 Fault::NonJson => NON_JSON_PROSE.to_owned(),
+                Fault::OutOfRange if pairwise => {
+                    pairwise::json(cfg.seed, ask.prompt, cfg.position_bias, true)
+                }
+                _ if pairwise => pairwise::json(cfg.seed, ask.prompt, cfg.position_bias, false),
                 Fault::OutOfRange => verdict.out_of_range().json(),
                 _ => verdict.json(),
             };

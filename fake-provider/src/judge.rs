@@ -16,7 +16,9 @@ static RANGE_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
 /// Whether `prompt` asks for a verdict (it names a score or a rubric range); any other prompt is
 /// a question to the system under test, answered by [`crate::answer::for_prompt`].
 pub fn is_judge_prompt(prompt: &str) -> bool {
-    prompt.contains("score") || RANGE_PHRASE.is_match(prompt)
+    prompt.contains("score")
+        || RANGE_PHRASE.is_match(prompt)
+        || crate::pairwise::is_pairwise_prompt(prompt)
 }
 
 /// The rubric range named by the first "an integer from MIN to MAX" in the prompt (bounds

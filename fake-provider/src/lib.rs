@@ -32,6 +32,7 @@ mod judge;
 mod limiter;
 mod metrics;
 mod openai;
+mod pairwise;
 mod server;
 mod state;
 mod stats;

@@ -30,6 +30,9 @@ pub enum SubmitError {
     },
     #[error("{0}")]
     Target(String),
+    /// The id would be a directory and part of Redis keys: it must follow the one rule.
+    #[error(transparent)]
+    RunId(#[from] evalfleet_model::run_id::BadRunId),
 }
 
 pub struct SubmitRequest {
@@ -41,6 +44,8 @@ pub struct SubmitRequest {
     /// `fleet.max_queued`: at most this many of the run's messages wait in the queue; None: no
     /// window.
     pub max_queued: Option<u64>,
+    /// `max_record_bytes`: a longer record is skipped, never read whole.
+    pub max_record: usize,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +70,7 @@ where
     Q: WorkQueue,
     S: ResultStore + RunRegistry,
 {
+    evalfleet_model::run_id::check(&req.run_id)?;
     let suite = &req.spec.suite;
     let existing = store.run(&req.run_id).await?;
     let resumed = match &existing {
@@ -116,12 +122,11 @@ where
             registry: store,
         }),
     };
-    let reader = open_dataset(
-        &req.dataset,
-        &suite.read_options(req.format),
-        progress.clone(),
-    )
-    .map_err(ProduceError::from)?;
+    let read = evalfleet_dataset::ReadOptions {
+        max_record: req.max_record,
+        ..suite.read_options(req.format)
+    };
+    let reader = open_dataset(&req.dataset, &read, progress.clone()).map_err(ProduceError::from)?;
     produce(
         reader,
         validator,

@@ -62,7 +62,7 @@ fn count(
         config.model_prefixes.clone(),
         dataset.parent().map(Path::to_path_buf),
     );
-    let reader = DatasetReader::open_with(dataset, &suite.read_options(format))?;
+    let reader = DatasetReader::open_with(dataset, &super::read_options(suite, format, config))?;
     let mut validator = Validator::new(evaluator);
     let mut estimate = Estimate::default();
     if let Some(target) = &target {

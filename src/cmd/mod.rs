@@ -42,6 +42,8 @@ pub fn load_config(path: Option<&Path>) -> anyhow::Result<Config> {
     for notice in &config.notices {
         tracing::warn!("{notice}");
     }
+    // Every template this process compiles from now on renders within these bounds.
+    evalfleet_suites::bounded::set_limits(config.templates);
     Ok(config)
 }
 
@@ -52,10 +54,38 @@ pub fn config_and_suite(config: Option<&Path>, suite: &str) -> anyhow::Result<(C
     Ok((config, suite))
 }
 
+/// How to read a dataset for `suite`: its format (None = from the file), the suite's CSV cell
+/// types, and the configuration's `max_record_bytes`.
+pub fn read_options(
+    suite: &Suite,
+    format: Option<Format>,
+    config: &Config,
+) -> evalfleet_dataset::ReadOptions {
+    evalfleet_dataset::ReadOptions {
+        max_record: config.max_record_bytes,
+        ..suite.read_options(format)
+    }
+}
+
 /// `--format jsonl|json|csv`: how to read the dataset when its name does not say.
 pub fn parse_format(s: &str) -> Result<Format, String> {
     Format::from_name(s)
         .ok_or_else(|| format!("unknown dataset format '{s}': use jsonl, json or csv"))
+}
+
+/// A run id given on the command line (`--run-id`, `status RUN`, ...): the one rule, or a usage
+/// error (exit 2) that states it.
+pub fn parse_run_id(s: &str) -> Result<evalfleet_model::run_id::RunId, String> {
+    s.parse()
+        .map_err(|e: evalfleet_model::run_id::BadRunId| e.to_string())
+}
+
+/// A run id made from a given one and a suffix (`<run_id>-<target>`), checked against the rule
+/// as a given one is (it may grow past its length).
+pub fn derived_run_id(id: &str, suffix: &str) -> anyhow::Result<String> {
+    let derived = format!("{id}-{suffix}");
+    evalfleet_model::run_id::check(&derived).map_err(|e| BadInput(e.to_string()))?;
+    Ok(derived)
 }
 
 /// `--judge none|heuristic|live`: an unknown judge is a usage error here, before anything runs.
@@ -76,4 +106,40 @@ pub fn dataset_len(path: &Path) -> anyhow::Result<u64> {
         return Err(BadInput(format!("dataset '{}' is a directory", path.display())).into());
     }
     Ok(meta.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_configured_record_limit_is_the_readers_default() {
+        assert_eq!(
+            evalfleet_config::DEFAULT_MAX_RECORD_BYTES,
+            evalfleet_dataset::DEFAULT_MAX_RECORD_BYTES
+        );
+        let config = Config {
+            max_record_bytes: 1234,
+            ..Config::default()
+        };
+        let suite = Suite::builtin(evalfleet_model::suite::SuiteKind::SupportJudge);
+        let options = read_options(&suite, Some(Format::Csv), &config);
+        assert_eq!(
+            (options.max_record, options.format),
+            (1234, Some(Format::Csv))
+        );
+    }
+
+    #[test]
+    fn run_ids_are_parsed_against_the_rule() {
+        assert_eq!(parse_run_id("r-1").unwrap().as_str(), "r-1");
+        let err = parse_run_id("a/b").unwrap_err();
+        assert!(err.contains(evalfleet_model::run_id::RULE), "{err}");
+        assert_eq!(derived_run_id("r", "agent-a").unwrap(), "r-agent-a");
+        let long = "r".repeat(120);
+        let err = derived_run_id(&long, "agent-a-gpt-4o")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("more than 128"), "{err}");
+    }
 }

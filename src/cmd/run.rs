@@ -12,10 +12,12 @@ use evalfleet_aggregator::write_reports;
 use evalfleet_config::Config;
 use evalfleet_dataset::Format;
 use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
+use evalfleet_model::run_id::RunId;
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
 use evalfleet_suites::suite::Suite;
 use evalfleet_worker::judge::cache::InMemoryCache;
+use evalfleet_worker::scorer::{ScorerPolicy, Scorers};
 use evalfleet_worker::target::RunTarget;
 use evalfleet_worker::{build_judge, Judge, LiveParts, WorkerStats};
 
@@ -47,9 +49,10 @@ pub struct RunArgs {
     /// Print the judge calls, tokens and cost a live run would make, and exit: nothing is sent.
     #[arg(long)]
     pub estimate: bool,
-    /// Run id (default: generated from the time).
-    #[arg(long)]
-    pub run_id: Option<String>,
+    /// Run id (default: generated from the time); it must match
+    /// ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
+    #[arg(long, value_parser = super::parse_run_id)]
+    pub run_id: Option<RunId>,
     /// Serve the worker metrics at http://ADDR/metrics while the run lasts.
     #[arg(long)]
     pub metrics_addr: Option<std::net::SocketAddr>,
@@ -74,7 +77,10 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             targets,
         );
     }
-    let run_id = args.run_id.clone().unwrap_or_else(new_run_id);
+    let run_id = args
+        .run_id
+        .clone()
+        .map_or_else(new_run_id, RunId::into_string);
     let found = args.target.found(&config, &suite)?;
     // What the process's judges and targets share: one cache (verdicts and replies, as the
     // fleet's Redis) and one `RateLimit` per limit.
@@ -126,14 +132,16 @@ fn several_targets(
         .into());
     }
     let labels = super::target::run_labels(&found)?;
+    let ids = (labels.iter())
+        .map(|label| super::derived_run_id(run_id, label))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let mut targets = found
         .into_iter()
         .map(|f| f.choice.build(f.target, config, parts))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut exit = Exit::Success;
     let mut first: Option<PathBuf> = None;
-    for (label, target) in labels.iter().zip(targets.drain(..)) {
-        let id = format!("{run_id}-{label}");
+    for ((label, id), target) in labels.iter().zip(ids).zip(targets.drain(..)) {
         let out = match &args.out {
             Some(out) => out.join(label),
             None => config.reports_dir.join(&id),
@@ -180,10 +188,17 @@ fn run_one(
     let judge = build_judge(args.judges.judge, &config.judges, parts).map_err(BadInput)?;
     let target = target.map(|t| t.serving(&judge, &config.judges));
     let live = matches!(judge, Judge::Live(_));
+    // `run` is the user's own process: its code scorers may run any command, read any
+    // variable, call any host. A variable that is not set is the user's to fix before the run.
+    let scorers = Scorers::build(&suite, &ScorerPolicy::Local, &|v| std::env::var(v).ok());
+    if let Some(reason) = scorers.refusals().next() {
+        return Err(BadInput(format!("suite '{}': {reason}", suite.name)).into());
+    }
     let concurrency = match args.concurrency.unwrap_or(config.concurrency) {
-        // Offline judges are CPU-bound (one task per core); live ones and targets wait on the
-        // network (in batch mode an example waiting for its batch is parked, and holds no task).
-        0 if live || target.is_some() => 128,
+        // Offline judges are CPU-bound (one task per core); live ones, targets and code
+        // scorers wait on the network or other processes (in batch mode an example waiting
+        // for its batch is parked, and holds no task).
+        0 if live || target.is_some() || suite.has_scorers() => 128,
         0 => std::thread::available_parallelism().map_or(2, |n| n.get()),
         n => n,
     };
@@ -213,11 +228,12 @@ fn run_one(
         let finished = run_embedded(EmbeddedRun {
             run_id,
             dataset: &args.dataset,
-            read: suite.read_options(args.format),
+            read: super::read_options(&suite, args.format, config),
             suite: suite.clone(),
             rules: config.model_prefixes.clone(),
             judge,
             target,
+            scorers,
             concurrency,
             progress: read.clone(),
             evaluated,

@@ -75,6 +75,7 @@ fn init(args: InitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
 
     let options = ReadOptions {
         format: args.format,
+        max_record: config.max_record_bytes,
         ..ReadOptions::default()
     };
     let reader = DatasetReader::open_with(&args.dataset, &options)?;

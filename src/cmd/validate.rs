@@ -53,7 +53,7 @@ fn check(
     suite: &Suite,
     target: Option<TargetPlan>,
 ) -> anyhow::Result<Exit> {
-    let options = suite.read_options(args.format);
+    let options = super::read_options(suite, args.format, config);
     let evaluator = Evaluator::new(
         suite.clone().into(),
         config.model_prefixes.clone(),

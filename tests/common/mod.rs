@@ -248,10 +248,11 @@ pub fn u(v: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("'{key}' is not an unsigned integer in {v}"))
 }
 
-/// The report's per-example list: `results` for support-judge, `items` otherwise.
+/// The report's per-example list: `results` for support-judge (and suites extending it under
+/// another name), `items` otherwise.
 pub fn items(report: &Value) -> &Vec<Value> {
     let suite = report["run"]["suite"].as_str().expect("run.suite");
-    let key = if suite == "support-judge" {
+    let key = if suite == "support-judge" || report.get("results").is_some() {
         "results"
     } else {
         "items"

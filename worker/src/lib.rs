@@ -6,12 +6,14 @@
 pub mod consume;
 pub mod coordinator;
 pub mod http;
+mod json_call;
 pub mod judge;
 pub mod metrics;
 mod one_run;
 mod process;
 pub mod rate_limit;
 mod scenarios;
+pub mod scorer;
 pub mod service;
 mod store_retry;
 pub mod target;

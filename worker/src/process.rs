@@ -1,8 +1,8 @@
 //! Processing one message: in a target run, have the target generate the record's outputs and
 //! the suite validate the completed record; give the example what it shares with others (its
-//! scenario), ask the judges, finish the record. The same function serves the embedded `run`
-//! and fleet workers, so both produce the same records. A recorded example arrives typed: the
-//! producer validated it.
+//! scenario), ask the judges and the code scorers (at once), finish the record. The same
+//! function serves the embedded `run` and fleet workers, so both produce the same records. A
+//! recorded example arrives typed: the producer validated it.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +12,7 @@ use evalfleet_contract::queue::Message;
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_model::epochs;
 use evalfleet_model::record::{RawJson, ResultRecord, TargetCall};
-use evalfleet_suites::evaluate::{finish, judge_tasks, Effort, Example, Work};
+use evalfleet_suites::evaluate::{finish, judge_tasks, scorer_tasks, Effort, Example, Work};
 use evalfleet_suites::suite::Suite;
 use evalfleet_suites::target::PendingRecord;
 use serde_json::{Map, Value};
@@ -22,12 +22,15 @@ use crate::judge::provider::ProviderClient;
 use crate::judge::{Deferred, Judge};
 use crate::metrics::metrics;
 use crate::scenarios::{Scenarios, Unattached};
+use crate::scorer::Scorers;
 use crate::target::{Generation, RunTarget};
 
 /// Everything a worker needs to evaluate examples of one run.
 pub struct Pipeline {
     pub suite: Arc<Suite>,
     pub judge: Judge,
+    /// The suite's code scorers (none until [`Pipeline::with_scorers`]).
+    pub scorers: Scorers,
     /// A target run: what generates the outputs.
     pub target: Option<RunTarget>,
     /// A target run whose target this worker refuses to call: why (each example fails so).
@@ -40,10 +43,17 @@ impl Pipeline {
         Pipeline {
             suite,
             judge,
+            scorers: Scorers::none(),
             target: None,
             refused: None,
             scenarios: Scenarios::default(),
         }
+    }
+
+    /// The suite's code scorers are asked through `scorers` (built for this process's policy).
+    pub fn with_scorers(mut self, scorers: Scorers) -> Self {
+        self.scorers = scorers;
+        self
     }
 
     /// The outputs of the run's records come from `target`.
@@ -218,7 +228,7 @@ async fn process_example<S: ResultStore>(
         index: msg.index,
         epoch,
     };
-    let evaluated = evaluate(suite, &pipeline.judge, msg, example, at, started).await;
+    let evaluated = evaluate(pipeline, msg, example, at, started).await;
     m.inflight.dec();
     let mut record = match evaluated.processed {
         Processed::Record(record) => record,
@@ -284,17 +294,23 @@ async fn generate(
         })
 }
 
+/// Judges and code scorers of one example, asked at once, and its record.
 async fn evaluate(
-    suite: &Suite,
-    judge: &Judge,
+    pipeline: &Pipeline,
     msg: &Message,
     example: &Example,
     at: ExampleAt<'_>,
     started: Instant,
 ) -> Evaluated {
+    let (suite, judge) = (pipeline.suite.as_ref(), &pipeline.judge);
     let tasks = judge_tasks(suite, example);
+    let scoring = scorer_tasks(suite, example);
     let latency_ms = || started.elapsed().as_secs_f64() * 1000.0;
-    match judge.judge(example, &tasks, at).await {
+    let (judged, external) = tokio::join!(
+        judge.judge(example, &tasks, at),
+        pipeline.scorers.score(&scoring)
+    );
+    match judged {
         Ok(judged) => {
             let effort = Effort {
                 usage: judged.usage,
@@ -308,6 +324,7 @@ async fn evaluate(
                 msg.line,
                 example,
                 judged.scores,
+                &external,
                 effort,
             );
             Evaluated {

@@ -84,6 +84,7 @@ mod tests {
             output: String::new(),
             config: None,
             model: None,
+            human: Default::default(),
         });
         serde_json::from_str(&serde_json::to_string(&sent).unwrap()).unwrap()
     }

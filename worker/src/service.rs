@@ -7,6 +7,7 @@
 //! - live judges are shared by runs with the same judge configuration (so they share rate
 //!   limits), and use the fleet-wide limiter and the Redis judge cache;
 //! - a failed example's message is kept so `evalfleet retry` can re-enqueue it;
+//! - a run's code scorers obey `fleet.targets` as its target does ([`crate::scorer`]);
 //! - in batch mode an example waiting for batch replies is parked in the [`BatchStore`], and
 //!   this worker takes part in coordinating the fleet's provider batches ([`crate::coordinator`]).
 
@@ -27,6 +28,7 @@ use evalfleet_suites::target::secrets_of;
 use crate::consume::{run_consumers, Resolution, Runs};
 use crate::coordinator::{coordinate, BatchProviders, BatchRuns, CoordinatorOptions};
 use crate::judge::{build_judge, LiveParts};
+use crate::scorer::{ScorerPolicy, Scorers};
 use crate::target::{RunTarget, TargetParts};
 use crate::{Pipeline, WorkerError, WorkerStats};
 use tokio_util::sync::CancellationToken;
@@ -202,7 +204,19 @@ impl<D: RunRegistry> FleetRuns<D> {
         };
         let judge =
             build_judge(spec.judge, &spec.judges, &self.live).map_err(WorkerError::Stopped)?;
-        let mut pipeline = Pipeline::new(Arc::new(spec.suite.clone()), judge);
+        let env = |name: &str| std::env::var(name).ok();
+        let scorers = Scorers::build(
+            &spec.suite,
+            &ScorerPolicy::Fleet {
+                policy: &self.targets,
+                hosts: self.hosts.clone(),
+            },
+            &env,
+        );
+        for reason in scorers.refusals() {
+            tracing::warn!(run = run_id, "{reason}: its items get nulls");
+        }
+        let mut pipeline = Pipeline::new(Arc::new(spec.suite.clone()), judge).with_scorers(scorers);
         if let Some(target) = &spec.target {
             pipeline = self.with_target(pipeline, target, &spec)?;
         }

@@ -47,6 +47,8 @@ pub(super) struct Builder {
     pub(super) group_fields: BTreeMap<String, Vec<u32>>,
     pub(super) interned: Interner,
     pub(super) failed: Vec<Box<str>>,
+    /// `aggregates.human_agreement`, when the report has it.
+    pub(super) human: std::collections::BTreeMap<String, crate::human::HumanFigures>,
 }
 
 impl Builder {

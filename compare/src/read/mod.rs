@@ -101,6 +101,8 @@ pub(crate) struct Report {
     pub lens: Vec<u32>,
     /// The items' Parquet file, when the report names one instead of listing them.
     pub items_file: Option<PathBuf>,
+    /// Agreement with people per labelled dimension (`aggregates.human_agreement`).
+    pub human: BTreeMap<String, crate::human::HumanFigures>,
 }
 
 /// Where pass 2 reads a report's items again.
@@ -201,6 +203,7 @@ pub(crate) fn read_report(path: &Path) -> Result<Report, CompareError> {
         offsets: b.offsets,
         lens: b.lens,
         items_file,
+        human: b.human,
     })
 }
 

@@ -95,6 +95,11 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
                     self.b.items_file = Some(map.next_value()?);
                 }
                 "config" => self.b.config = Some(map.next_value()?),
+                "aggregates" => {
+                    self.b.human = map
+                        .next_value::<crate::human::AggregatesView>()?
+                        .human_agreement;
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }

@@ -55,6 +55,7 @@ pub(crate) fn render(c: &Comparison) -> String {
     }
     h.push_str("</div>\n");
     heatmap(&mut h, c);
+    crate::human::html(&mut h, &c.human_agreement);
     flips(&mut h, "Pass → fail", &c.flips, &c.flips.pass_to_fail);
     flips(&mut h, "Fail → pass", &c.flips, &c.flips.fail_to_pass);
     h.push_str("<p class=\"meta\">Every figure unrounded, and every flip: compare.json.</p>\n</body></html>\n");

@@ -94,6 +94,7 @@ pub(crate) fn render(c: &Comparison) -> String {
             ));
         }
     }
+    crate::human::markdown(&mut o, &c.human_agreement);
     o.push_str(&format!(
         "\n**Flips**: {} pass → fail, {} fail → pass.\n",
         c.flips.pass_to_fail.len(),

@@ -318,7 +318,11 @@ fn judge(cfg: &FakeProviderArgs, batch_id: &str, request: &BatchRequest) -> Item
             content: content.into(),
         };
     }
-    let verdict = Verdict::for_prompt(cfg.seed, &request.prompt).json();
+    let verdict = if crate::pairwise::is_pairwise_prompt(&request.prompt) {
+        crate::pairwise::json(cfg.seed, &request.prompt, cfg.position_bias, false)
+    } else {
+        Verdict::for_prompt(cfg.seed, &request.prompt).json()
+    };
     let style = stable_hash(cfg.seed ^ 0x77a9, &request.prompt);
     let wrap_draw = (style >> 11) as f64 / (1u64 << 53) as f64;
     let content = match request.prefill.as_deref() {

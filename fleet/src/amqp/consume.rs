@@ -314,7 +314,8 @@ async fn give_back(delivery: LapinDelivery) {
     }
 }
 
-/// A message of the current version, or why the body is poison.
+/// A message of the current version whose run id follows the run-id rule (it names Redis keys
+/// and a report directory), or why the body is poison.
 pub(crate) fn decode(body: &[u8]) -> Result<Message, String> {
     let unsupported = |v: u32| {
         format!(
@@ -323,7 +324,12 @@ pub(crate) fn decode(body: &[u8]) -> Result<Message, String> {
         )
     };
     match serde_json::from_slice::<Message>(body) {
-        Ok(message) if message.v == Message::VERSION => Ok(message),
+        Ok(message) if message.v == Message::VERSION => {
+            match evalfleet_model::run_id::check(&message.run_id) {
+                Ok(()) => Ok(message),
+                Err(e) => Err(e.to_string()),
+            }
+        }
         Ok(message) => Err(unsupported(message.v)),
         Err(e) => {
             // Only on the poison path: tell an older message apart from a broken one.
@@ -360,6 +366,10 @@ mod tests {
             .unwrap_err()
             .contains("not a v2 message"));
         assert!(decode(b"\xff\xfe").is_err());
+        let evil = serde_json::to_vec(&message("a:counts", 1)).expect("json");
+        assert!(decode(&evil)
+            .unwrap_err()
+            .contains(evalfleet_model::run_id::RULE));
         let mut v3 = message("r", 1);
         v3.v = 3;
         let v3 = serde_json::to_vec(&v3).expect("json");

@@ -50,6 +50,11 @@ pub struct Config {
     pub fleet: FleetConfig,
     /// How reports are written.
     pub reports: ReportsConfig,
+    /// A dataset record (a JSONL line, a JSON array element, a CSV record) longer than this
+    /// many bytes is skipped with its position and size, never held whole in memory.
+    pub max_record_bytes: usize,
+    /// What suite and target templates may cost when they render on a worker.
+    pub templates: TemplateLimits,
     /// What the configuration's reader has to say once (a key read from its old place).
     #[serde(skip)]
     pub notices: Vec<String>,
@@ -69,6 +74,29 @@ impl Default for ReportsConfig {
     fn default() -> Self {
         ReportsConfig {
             inline_items: 100_000,
+        }
+    }
+}
+
+/// The default [`Config::max_record_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
+
+/// What one template rendering may cost (`templates:`): a suite's judge prompts and a target's
+/// requests are written by whoever submits a run, and render on shared workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TemplateLimits {
+    /// Template instructions one rendering may execute (minijinja's fuel).
+    pub fuel: u64,
+    /// Bytes one rendering may write.
+    pub max_output_bytes: usize,
+}
+
+impl Default for TemplateLimits {
+    fn default() -> Self {
+        TemplateLimits {
+            fuel: 100_000,
+            max_output_bytes: 1024 * 1024,
         }
     }
 }
@@ -168,6 +196,8 @@ impl Default for Config {
             judges: JudgeConfig::default(),
             fleet: FleetConfig::default(),
             reports: ReportsConfig::default(),
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            templates: TemplateLimits::default(),
             notices: Vec::new(),
         }
     }
@@ -186,7 +216,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-const KEYS: [&str; 9] = [
+const KEYS: [&str; 11] = [
     "suites_dir",
     "model_prefixes",
     "concurrency",
@@ -196,6 +226,8 @@ const KEYS: [&str; 9] = [
     "judges",
     "fleet",
     "reports",
+    "max_record_bytes",
+    "templates",
 ];
 
 /// The notice for providers configured in their old place.
@@ -264,7 +296,25 @@ impl Config {
         config.judges.providers = config.providers.clone();
         config.judges.validate().map_err(ConfigError::Invalid)?;
         config.fleet.validate().map_err(ConfigError::Invalid)?;
+        config.validate_limits().map_err(ConfigError::Invalid)?;
         Ok(config)
+    }
+
+    /// The bounds must leave something to work with: 0 would skip every record or fail every
+    /// template.
+    fn validate_limits(&self) -> Result<(), String> {
+        let zero = [
+            ("max_record_bytes", self.max_record_bytes == 0),
+            ("templates.fuel", self.templates.fuel == 0),
+            (
+                "templates.max_output_bytes",
+                self.templates.max_output_bytes == 0,
+            ),
+        ];
+        match zero.iter().find(|(_, is_zero)| *is_zero) {
+            Some((key, _)) => Err(format!("{key}: must be at least 1")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -431,6 +481,50 @@ mod tests {
                 c.notices.len(),
                 1,
                 "the old variable is read, with a notice"
+            );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn record_and_template_limits_have_defaults_are_set_and_checked() {
+        figment::Jail::expect_with(|jail| {
+            let c = Config::load(None).unwrap();
+            assert_eq!(c.max_record_bytes, 16 * 1024 * 1024);
+            assert_eq!(c.templates, TemplateLimits::default());
+            assert_eq!(c.templates.max_output_bytes, 1 << 20);
+            for (file, key) in [
+                (
+                    "max_record_bytes: 0\n",
+                    "max_record_bytes: must be at least 1",
+                ),
+                (
+                    "templates: {fuel: 0}\n",
+                    "templates.fuel: must be at least 1",
+                ),
+                (
+                    "templates: {max_output_bytes: 0}\n",
+                    "templates.max_output_bytes: must be at least 1",
+                ),
+                ("templates: {fule: 5}\n", "fule"),
+                ("max_record_bytes: lots\n", "max_record_bytes"),
+            ] {
+                jail.create_file("bad.yaml", file)?;
+                let err = Config::load(Some(Path::new("bad.yaml")))
+                    .unwrap_err()
+                    .to_string();
+                assert!(err.contains(key), "{file}: {err}");
+            }
+            jail.create_file("c.yaml", "max_record_bytes: 1024\ntemplates: {fuel: 50}\n")?;
+            let c = Config::load(Some(Path::new("c.yaml"))).unwrap();
+            assert_eq!((c.max_record_bytes, c.templates.fuel), (1024, 50));
+            assert_eq!(c.templates.max_output_bytes, 1 << 20, "the rest defaults");
+            jail.set_env("EVALFLEET_TEMPLATES__MAX_OUTPUT_BYTES", "10");
+            jail.set_env("EVALFLEET_MAX_RECORD_BYTES", "2048");
+            let c = Config::load(Some(Path::new("c.yaml"))).unwrap();
+            assert_eq!(
+                (c.max_record_bytes, c.templates.max_output_bytes),
+                (2048, 10)
             );
             Ok(())
         });

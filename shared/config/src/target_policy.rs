@@ -1,12 +1,17 @@
-//! What a run's target may do on a shared worker (`fleet.targets`): a run spec comes from
-//! whoever submits, and its target is called from inside the fleet, with the worker's
-//! environment at hand. `run` (the user's own process) is not bound by it.
+//! What a run's target and code scorers may do on a shared worker (`fleet.targets`): a run
+//! spec comes from whoever submits, and its target and scorers are called from inside the
+//! fleet, with the worker's environment at hand. `run` (the user's own process) is not bound
+//! by it.
 //!
-//! - `allowed_env`: the variables a target's `${VAR}` may read on a worker (default: none).
+//! - `allowed_env`: the variables a target's or an http scorer's `${VAR}` may read on a worker
+//!   (default: none).
 //! - `allowed_hosts`: host names, `*.domain` patterns, addresses and CIDR ranges an http
-//!   target may call. Empty (the default): any host but the link-local and cloud-metadata
-//!   addresses, which are refused by name and by every address a name resolves to, unless a
-//!   range listed here allows them.
+//!   target or http scorer may call. Empty (the default): any host but the link-local and
+//!   cloud-metadata addresses, which are refused by name and by every address a name resolves
+//!   to, unless a range listed here allows them.
+//! - `allowed_commands`: the `command` scorers a worker may start, each exactly as a suite
+//!   writes it, its words joined by spaces (`python3 scorers/sql_exec.py`). Default: none, as
+//!   a command is code run on the worker.
 
 use std::net::IpAddr;
 
@@ -18,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub struct TargetPolicy {
     pub allowed_env: Vec<String>,
     pub allowed_hosts: Vec<String>,
+    pub allowed_commands: Vec<String>,
 }
 
 /// Names that reach a cloud's metadata service.
@@ -48,6 +54,15 @@ impl TargetPolicy {
     /// Whether a target may read `${name}` on a worker.
     pub fn allows_env(&self, name: &str) -> bool {
         self.allowed_env.iter().any(|v| v == name)
+    }
+
+    /// Whether a `command` scorer may start `command` on a worker: listed exactly, its words
+    /// joined by single spaces.
+    pub fn allows_command(&self, command: &[String]) -> bool {
+        let line = command.join(" ");
+        self.allowed_commands
+            .iter()
+            .any(|c| c.split_whitespace().collect::<Vec<_>>().join(" ") == line)
     }
 
     /// The host rules; Err names the entry that is neither a name, a pattern nor a range.
@@ -192,5 +207,19 @@ mod tests {
         };
         assert!(env.allows_env("AGENT_KEY") && !env.allows_env("OPENAI_API_KEY"));
         assert!(!TargetPolicy::default().allows_env("AGENT_KEY"));
+    }
+
+    #[test]
+    fn a_command_is_allowed_only_as_listed() {
+        let words = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        let policy = TargetPolicy {
+            allowed_commands: vec!["python3  scorers/sql_exec.py".into()],
+            ..TargetPolicy::default()
+        };
+        assert!(policy.allows_command(&words("python3 scorers/sql_exec.py")));
+        assert!(!policy.allows_command(&words("python3 scorers/other.py")));
+        assert!(!policy.allows_command(&words("python3")));
+        assert!(!policy.allows_command(&words("python3 scorers/sql_exec.py --evil")));
+        assert!(!TargetPolicy::default().allows_command(&words("python3 x.py")));
     }
 }

@@ -60,6 +60,7 @@ fn round_trip(dataset: &str, suite: Suite) {
                 None,
                 e,
                 Scores::default(),
+                &Default::default(),
                 Effort::default(),
             )
         };

@@ -6,9 +6,23 @@ use std::io::{self, BufRead};
 
 use serde_json::Value;
 
-/// Why a record over the size limit is skipped.
-pub(super) fn too_large(max: usize) -> String {
-    format!("record is larger than {} MiB", max / (1024 * 1024))
+/// Why a record over the size limit is skipped: its size (the bytes between its line ends or
+/// separators) and the limit, both in bytes and MiB.
+pub(super) fn too_large(size: usize, max: usize) -> String {
+    format!(
+        "record is {}, more than max_record_bytes {}",
+        bytes(size),
+        bytes(max)
+    )
+}
+
+/// `1234 bytes`, with KiB, MiB or GiB beside it from 1 KiB on.
+pub(super) fn bytes(n: usize) -> String {
+    let units = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    match units.iter().find(|(size, _)| n >= *size) {
+        Some((size, unit)) => format!("{n} bytes ({:.1} {unit})", n as f64 / *size as f64),
+        None => format!("{n} bytes"),
+    }
 }
 
 /// Parses one record, turning serde's message into one that names the column, not serde's
@@ -32,22 +46,43 @@ pub(super) enum Delim {
     Stop,
 }
 
+/// What [`read_bounded`] read.
+pub(super) struct Bounded {
+    /// Bytes consumed, the delimiter included.
+    pub consumed: usize,
+    /// Whether the record was longer than the limit (then `buf` holds none of it).
+    pub overflow: bool,
+    /// Whether a delimiter ended it (not the end of the input).
+    pub delimited: bool,
+}
+
+impl Bounded {
+    /// The record's own size: its bytes without the delimiter.
+    pub fn size(&self) -> usize {
+        self.consumed - usize::from(self.delimited)
+    }
+}
+
 /// Reads bytes into `buf` until `delim` says stop or the input ends, keeping at most `max`
-/// bytes (the rest of an oversized record is consumed and dropped). Returns the bytes consumed
-/// and whether the record overflowed.
+/// bytes (the rest of an oversized record is consumed and dropped, so a record of any length
+/// costs at most `max` bytes of memory).
 pub(super) fn read_bounded(
     input: &mut impl BufRead,
     buf: &mut Vec<u8>,
     max: usize,
     mut delim: impl FnMut(u8) -> Option<Delim>,
-) -> io::Result<(usize, bool)> {
+) -> io::Result<Bounded> {
     buf.clear();
     let mut consumed = 0;
     let mut overflow = false;
     loop {
         let chunk = input.fill_buf()?;
         if chunk.is_empty() {
-            return Ok((consumed, overflow));
+            return Ok(Bounded {
+                consumed,
+                overflow,
+                delimited: false,
+            });
         }
         let mut stop_at = None;
         for (i, &b) in chunk.iter().enumerate() {
@@ -68,7 +103,11 @@ pub(super) fn read_bounded(
         input.consume(used);
         consumed += used;
         if stop_at.is_some() {
-            return Ok((consumed, overflow));
+            return Ok(Bounded {
+                consumed,
+                overflow,
+                delimited: true,
+            });
         }
     }
 }

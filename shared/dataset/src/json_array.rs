@@ -16,7 +16,7 @@ impl JsonSource {
         let result = read_bounded(&mut self.input, &mut self.buf, state.max_record, |b| {
             scan.step(b)
         });
-        let (_, overflow) = match result {
+        let read = match result {
             Ok(r) => r,
             Err(source) => return Some(Err(state.read_error(position, source))),
         };
@@ -41,8 +41,9 @@ impl JsonSource {
                 }));
             }
         }
-        if overflow {
-            return Some(Ok(state.record(position, Err(too_large(state.max_record)))));
+        if read.overflow {
+            let reason = too_large(read.size(), state.max_record);
+            return Some(Ok(state.record(position, Err(reason))));
         }
         let value = if empty {
             Err("empty array element".to_owned())

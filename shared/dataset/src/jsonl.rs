@@ -12,19 +12,19 @@ impl JsonSource {
         loop {
             self.line += 1;
             let position = Position::Line(self.line);
-            let (read, overflow) =
-                match read_bounded(&mut self.input, &mut self.buf, state.max_record, |b| {
-                    (b == b'\n').then_some(Delim::Stop)
-                }) {
-                    Ok(r) => r,
-                    Err(source) => return Some(Err(state.read_error(position, source))),
-                };
-            if read == 0 {
+            let read = match read_bounded(&mut self.input, &mut self.buf, state.max_record, |b| {
+                (b == b'\n').then_some(Delim::Stop)
+            }) {
+                Ok(r) => r,
+                Err(source) => return Some(Err(state.read_error(position, source))),
+            };
+            if read.consumed == 0 {
                 state.done = true;
                 return None;
             }
-            if overflow {
-                return Some(Ok(state.record(position, Err(too_large(state.max_record)))));
+            if read.overflow {
+                let reason = too_large(read.size(), state.max_record);
+                return Some(Ok(state.record(position, Err(reason))));
             }
             let text = self.buf.trim_ascii();
             if text.is_empty() || text.starts_with(b"#") || is_unicode_blank(text) {

@@ -32,8 +32,9 @@ pub use self::csv::CellType;
 use self::csv::{CsvSource, OpenError, ReadFailure, Record};
 pub use self::format::Format;
 
-/// The largest record read into memory; a longer line or element is skipped with its position.
-pub const DEFAULT_MAX_RECORD_BYTES: usize = 64 * 1024 * 1024;
+/// The largest record read into memory by default (the configuration's `max_record_bytes`,
+/// 16 MiB); a longer line, element or CSV record is skipped with its position and size.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 16 * 1024 * 1024;
 
 /// Where a record sits in its file: JSONL and CSV lines are 1-based (a CSV record spanning
 /// several lines is named by its first), array positions 0-based (docs/DESIGN.md §9).

@@ -110,12 +110,30 @@ fn trailing_text_after_array_is_an_error() {
 fn oversized_record_is_skipped_not_loaded() {
     let big = format!("{{\"a\":\"{}\"}}\n{{\"a\":1}}\n", "x".repeat(100));
     let recs = read_max(big.as_bytes(), 50);
-    assert!(ok(&recs[0])
-        .value
-        .as_ref()
-        .unwrap_err()
-        .contains("larger than"));
+    assert_eq!(
+        ok(&recs[0]).value.as_ref().unwrap_err(),
+        "record is 108 bytes, more than max_record_bytes 50 bytes"
+    );
+    assert_eq!(ok(&recs[0]).position, Position::Line(1));
     assert!(ok(&recs[1]).value.is_ok());
+    // The same in an array: the element's index and its size, and the next element loads.
+    let big = format!("[{{\"a\":\"{}\"}},{{\"a\":1}}]", "x".repeat(100));
+    let recs = read_max(big.as_bytes(), 50);
+    assert_eq!(
+        ok(&recs[0]).value.as_ref().unwrap_err(),
+        "record is 108 bytes, more than max_record_bytes 50 bytes"
+    );
+    assert_eq!(ok(&recs[0]).position, Position::Index(0));
+    assert_eq!(ok(&recs[1]).value.as_ref().unwrap()["a"], 1);
+}
+
+#[test]
+fn sizes_read_in_binary_units() {
+    use super::bytes::bytes;
+    assert_eq!(bytes(1023), "1023 bytes");
+    assert_eq!(bytes(1536), "1536 bytes (1.5 KiB)");
+    assert_eq!(bytes(16 << 20), "16777216 bytes (16.0 MiB)");
+    assert_eq!(bytes(1 << 30), "1073741824 bytes (1.0 GiB)");
 }
 
 #[test]
@@ -198,4 +216,84 @@ fn missing_file_is_a_clear_error() {
     assert!(err
         .to_string()
         .contains("cannot open dataset '/nonexistent/data.jsonl'"));
+}
+
+/// A 64 MiB record between two small ones, streamed (never a buffer of that size here either):
+/// `head`, 64 MiB of `x`, `tail`.
+fn big(head: &str, tail: &str) -> Box<dyn io::Read + Send> {
+    use io::Read;
+    let body = io::repeat(b'x').take(64 << 20);
+    Box::new(
+        io::Cursor::new(head.to_owned())
+            .chain(body)
+            .chain(io::Cursor::new(tail.to_owned())),
+    )
+}
+
+#[test]
+fn a_64_mib_record_is_skipped_with_its_size_in_every_format_and_the_rest_loads() {
+    let size = (64 << 20) + r#"{"a":""}"#.len();
+    let reason = format!(
+        "record is {size} bytes (64.0 MiB), more than max_record_bytes 16777216 bytes (16.0 MiB)"
+    );
+    let cases = [
+        (
+            "d.jsonl",
+            big("{\"a\":1}\n{\"a\":\"", "\"}\n{\"a\":3}\n"),
+            [Position::Line(1), Position::Line(2), Position::Line(3)],
+            reason.clone(),
+        ),
+        (
+            "d.json",
+            big("[{\"a\":1},{\"a\":\"", "\"},{\"a\":3}]"),
+            [Position::Index(0), Position::Index(1), Position::Index(2)],
+            reason.clone(),
+        ),
+        (
+            "d.csv",
+            big("a\n1\n", "\n3\n"),
+            [Position::Line(2), Position::Line(3), Position::Line(4)],
+            format!(
+                "record is {} bytes (64.0 MiB), more than max_record_bytes 16777216 bytes (16.0 MiB)",
+                64 << 20
+            ),
+        ),
+    ];
+    for (name, input, positions, reason) in cases {
+        let recs: Vec<RawRecord> =
+            DatasetReader::from_reader_with(Path::new(name), input, &ReadOptions::default())
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+        assert_eq!(recs.len(), 3, "{name}");
+        let got: Vec<Position> = recs.iter().map(|r| r.position).collect();
+        assert_eq!(got, positions, "{name}");
+        assert_eq!(recs[1].value.as_ref().unwrap_err(), &reason, "{name}");
+        for r in [&recs[0], &recs[2]] {
+            assert!(r.value.is_ok(), "{name}: {:?}", r.value);
+        }
+    }
+}
+
+#[test]
+fn a_64_mib_line_in_a_file_is_skipped() {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("evalfleet-big-{}.jsonl", std::process::id()));
+    let mut file = io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    io::copy(&mut big("{\"a\":\"", "\"}\n{\"a\":2}\n"), &mut file).unwrap();
+    file.flush().unwrap();
+    drop(file);
+    let recs: Vec<RawRecord> = DatasetReader::open(&path)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(recs.len(), 2);
+    assert!(recs[0]
+        .value
+        .as_ref()
+        .unwrap_err()
+        .starts_with(&format!("record is {} bytes", (64 << 20) + 8)));
+    assert_eq!(recs[1].position, Position::Line(2));
+    assert_eq!(recs[1].value.as_ref().unwrap()["a"], 2);
 }

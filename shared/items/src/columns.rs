@@ -22,6 +22,8 @@ pub struct ItemsLayout {
     pub dimensions: Vec<String>,
     pub metrics: Vec<String>,
     pub group_keys: Vec<String>,
+    /// The dimensions the suite names human labels for: each gets a `<dimension>.human` column.
+    pub human: Vec<String>,
 }
 
 /// Where a column's value comes from in a record.
@@ -39,6 +41,7 @@ enum Source {
     Reasoning(String),
     Judge(String),
     Unscored(String),
+    Human(String),
     Metric(String),
     Group(String),
     Metadata,
@@ -66,8 +69,8 @@ impl Source {
             }
             Attempts | TargetAttempts => DataType::UInt32,
             Passed | Unscored(_) => DataType::Boolean,
-            OverallScore | Score(_) | Metric(_) | TargetLatency | TargetCost | LatencyMs
-            | CostUsd => DataType::Float64,
+            OverallScore | Score(_) | Human(_) | Metric(_) | TargetLatency | TargetCost
+            | LatencyMs | CostUsd => DataType::Float64,
             FailTags => DataType::List(Arc::new(Field::new("item", DataType::Utf8, true))),
             Id | Status | Reason | Reasoning(_) | Judge(_) | Group(_) | Metadata | Outputs
             | TargetName | Epochs => DataType::Utf8,
@@ -118,6 +121,7 @@ impl Source {
                     .map(|s| format!("{}/{}", s.judge.provider, s.judge.model)),
             ),
             Unscored(d) => Cell::Bool(rec.scores.get(d).map(|s| s.unscored.is_some())),
+            Human(d) => Cell::F64(rec.scores.get(d).and_then(|s| s.human)),
             Metric(m) => Cell::F64(rec.metrics.get(m)),
             Group(k) => Cell::Str(rec.group.get(k).map(str::to_owned)),
             Metadata => json(rec.details.get("metadata").map(Value::to_string)),
@@ -230,6 +234,9 @@ impl Columns {
             named.push((format!("{d}.reasoning"), Reasoning(d.clone())));
             named.push((format!("{d}.judge"), Judge(d.clone())));
             named.push((format!("{d}.unscored"), Unscored(d.clone())));
+            if layout.human.contains(d) {
+                named.push((format!("{d}.human"), Human(d.clone())));
+            }
         }
         for m in &layout.metrics {
             named.push((format!("metric.{m}"), Metric(m.clone())));

@@ -14,6 +14,7 @@ fn layout() -> ItemsLayout {
         dimensions: vec!["relevance".into()],
         metrics: vec!["f1".into()],
         group_keys: vec!["model".into()],
+        human: vec!["relevance".into()],
     }
 }
 
@@ -39,10 +40,9 @@ fn ok(index: u64) -> ResultRecord {
         provider: "anthropic".into(),
         model: "claude".into(),
     };
-    r.scores = Scores(vec![(
-        "relevance".into(),
-        Score::scored(4.0, "on topic, \"quoted\"".into(), judge),
-    )]);
+    let mut score = Score::scored(4.0, "on topic, \"quoted\"".into(), judge);
+    score.human = index.is_multiple_of(2).then_some(5.0);
+    r.scores = Scores(vec![("relevance".into(), score)]);
     r.metrics = Metrics(vec![("f1".into(), Some(0.5))]);
     r.group.model = Some("gpt-4o".into());
     r.details.insert("metadata".into(), json!({"lang": "en"}));
@@ -116,6 +116,17 @@ fn every_result_is_one_row_with_its_figures_in_flat_columns() {
     assert!(passed.value(0));
     assert!(passed.is_null(1), "only an evaluated item passes or fails");
     assert!(!col("relevance.unscored").as_boolean().value(0));
+    let human = col("relevance.human").as_primitive::<Float64Type>();
+    assert_eq!(human.value(0), 5.0, "the person's score beside the judge's");
+    assert!(human.is_null(1));
+    let names: Vec<&str> = batch
+        .schema_ref()
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect();
+    let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+    assert_eq!(at("relevance.human"), at("relevance.unscored") + 1);
 }
 
 #[test]

@@ -35,6 +35,7 @@ fn repeats(name: &str) -> bool {
         || name.starts_with("metric.")
         || name.ends_with(".judge")
         || (name.ends_with(".score") && !name.starts_with("target."))
+        || name.ends_with(".human")
 }
 
 /// An `items.parquet` being written.

@@ -131,6 +131,7 @@ fn write_synthetic_items() {
         dimensions: vec!["relevance".into(), "tone".into()],
         metrics: vec![],
         group_keys: vec!["model".into(), "prompt_version".into()],
+        human: vec![],
     };
     let started = Instant::now();
     let file = std::io::BufWriter::new(std::fs::File::create(&path).expect("create"));

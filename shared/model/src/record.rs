@@ -104,6 +104,20 @@ pub struct Score {
     /// With several judges on the dimension: each judge's own verdict; `score` is their mean.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub panel: Vec<PanelVerdict>,
+    /// A person's score of the same answer on the dimension's rubric scale, when the suite names
+    /// a column of human labels for it (`human:` / `human_labels`) and the record has one: what
+    /// the report measures the judge against.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::num::opt_int_if_whole"
+    )]
+    pub human: Option<f64>,
+    /// A pairwise dimension: the item's win, tie or loss against the other answer, the two
+    /// verdicts (positions swapped) and whether they followed the position. `score` is then
+    /// 1, 0.5 or 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<crate::pairwise::PairwiseResult>,
 }
 
 impl Score {
@@ -115,6 +129,8 @@ impl Score {
             unscored: None,
             cached: false,
             panel: Vec::new(),
+            human: None,
+            pairwise: None,
         }
     }
 
@@ -127,6 +143,8 @@ impl Score {
             unscored: Some(reason),
             cached: false,
             panel: Vec::new(),
+            human: None,
+            pairwise: None,
         }
     }
 }
@@ -175,6 +193,10 @@ pub struct ResultRecord {
     pub method_used: Option<Value>,
     /// Judge dimension → score, in the suite's dimension order.
     pub scores: Scores,
+    /// The provider whose model produced the judged answer, when the example names it and a
+    /// panel of judges of more than one provider judged it (what self-preference is measured on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_provider: Option<String>,
     pub overall_score: Option<f64>,
     pub passed: bool,
     pub fail_tags: Vec<String>,
@@ -235,6 +257,7 @@ impl ResultRecord {
             metrics: Metrics::default(),
             method_used: None,
             scores: Scores::default(),
+            answer_provider: None,
             overall_score: None,
             passed: false,
             fail_tags: Vec::new(),

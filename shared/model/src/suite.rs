@@ -76,6 +76,14 @@ pub struct RunGates {
     /// With a panel of judges: the inter-judge agreement each dimension must reach (Cohen's
     /// kappa for two judges, Krippendorff's alpha for more). None = not gated.
     pub min_agreement: Option<f64>,
+    /// With human labels on a dimension (`human:` / `human_labels`): the quadratic-weighted
+    /// Cohen's kappa between judge and people each such dimension must reach. None = not gated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_human_kappa: Option<f64>,
+    /// With pairwise dimensions (`pairwise: {against: FIELD}`): the share of items each such
+    /// dimension must win (`min_win_rate: 0.5` fails a run whose win_rate < 0.5). None = not gated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_win_rate: Option<f64>,
 }
 
 impl Default for RunGates {
@@ -84,6 +92,8 @@ impl Default for RunGates {
             min_pass_rate: 0.0,
             max_unscored_rate: 1.0,
             min_agreement: None,
+            min_human_kappa: None,
+            min_win_rate: None,
         }
     }
 }

@@ -190,3 +190,54 @@ fn table(
     }
     h.push_str("</table>\n");
 }
+
+/// Confusion matrices wider than this many scale points are not drawn (report.json has them).
+const CONFUSION_MAX: usize = 21;
+
+/// A judge dimension's confusion matrix against people (rows: the human score, columns: the
+/// judge's), each cell shaded by its share of its row, so a row reads as "what the judge says
+/// when people say h"; the diagonal (agreement) is outlined.
+pub(super) fn confusion(
+    h: &mut String,
+    dimension: &str,
+    s: &crate::aggregate::HumanAgreementSummary,
+) {
+    if s.n == 0 || s.confusion.len() > CONFUSION_MAX {
+        return;
+    }
+    let labels: Vec<i64> = (s.scale[0]..=s.scale[1]).collect();
+    h.push_str(&format!(
+        "<table class=\"heatmap confusion\" data-dimension=\"{}\"><caption>{} · human (rows) × judge (columns), n = {}</caption><tr><th>human \\ judge</th>",
+        escape(dimension),
+        escape(dimension),
+        s.n
+    ));
+    for l in &labels {
+        h.push_str(&format!("<th>{l}</th>"));
+    }
+    h.push_str("</tr>\n");
+    for (i, (l, row)) in labels.iter().zip(&s.confusion).enumerate() {
+        let total: u64 = row.iter().sum();
+        h.push_str(&format!("<tr><th>{l}</th>"));
+        for (j, &c) in row.iter().enumerate() {
+            let share = if total > 0 {
+                c as f64 / total as f64
+            } else {
+                0.0
+            };
+            let outline = if i == j {
+                "outline:2px solid #1a7f37;outline-offset:-2px;"
+            } else {
+                ""
+            };
+            h.push_str(&format!(
+                "<td class=\"hm\" style=\"{outline}background:hsl(212,80%,{:.0}%)\" title=\"human {l}, judge {}: {c} ({:.1}% of the row)\">{c}</td>",
+                97.0 - 45.0 * share,
+                labels[j],
+                share * 100.0
+            ));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}

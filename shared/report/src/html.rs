@@ -53,7 +53,10 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
     heatmap::write(&mut h, suite, agg);
     h.push_str("<h2>Score distributions</h2>\n<div class=\"charts\">\n");
     distributions(&mut h, agg);
-    h.push_str("</div>\n<h2>Failure reasons</h2>\n");
+    h.push_str("</div>\n");
+    super::human_report::html(&mut h, agg);
+    super::pairwise_report::html(&mut h, agg);
+    h.push_str("<h2>Failure reasons</h2>\n");
     failure_reasons(&mut h, suite, agg);
     metrics_table(&mut h, agg);
     h.push_str("<h2>Recommendations</h2>\n<ul>\n");

@@ -23,6 +23,7 @@ pub(crate) fn layout(agg: &RunAggregator) -> ItemsLayout {
         dimensions: agg.dimensions().to_vec(),
         metrics: agg.metric_names().to_vec(),
         group_keys,
+        human: agg.human_dimensions().to_vec(),
     }
 }
 

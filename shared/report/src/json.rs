@@ -14,7 +14,7 @@ use evalfleet_model::stats::Stats;
 use evalfleet_model::suite::SuiteKind;
 use evalfleet_suites::suite::Suite;
 
-use super::{recommendations, ReportError, ReportInput, Sink};
+use super::{human_report, recommendations, ReportError, ReportInput, Sink};
 
 /// A group's key as the report names it: parts joined with `|` (`gpt-4o|v1.2`).
 pub fn group_key(parts: &[String]) -> String {
@@ -273,6 +273,12 @@ fn tail_entry<M: serde::ser::SerializeMap>(
 
 fn aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
     let mut out = suite_aggregates(suite, agg);
+    if let (false, Some(fields)) = (agg.pairwise.is_empty(), out.as_object_mut()) {
+        fields.insert("pairwise".into(), agg.pairwise.report(agg.groupings()));
+    }
+    if let Some(fields) = out.as_object_mut() {
+        human_report::add_run_blocks(fields, agg);
+    }
     if let (Some(epochs), Some(fields)) = (&agg.epochs, out.as_object_mut()) {
         let summary = epochs.summary();
         fields.insert("epochs".into(), json!(summary.epochs));
@@ -318,11 +324,12 @@ fn custom_aggregates(suite: &Suite, agg: &RunAggregator) -> Value {
         let blocks: Map<String, Value> = groups
             .iter()
             .map(|(k, g)| {
-                let block = json!({
+                let mut block = json!({
                     "count": g.total(), "passed": g.passed, "failed": g.total() - g.passed,
                     "pass_rate": g.pass_rate(), "avg_overall_score": g.overall.mean(),
                     "scores": score_block(agg, g), "checks": check_block(agg, g),
                 });
+                human_report::add_group_block(&mut block, agg, g);
                 (group_key(k), block)
             })
             .collect();
@@ -391,6 +398,7 @@ fn seed_group(suite: &Suite, agg: &RunAggregator, g: &GroupAcc) -> Value {
     v["failed"] = json!(g.failed);
     v["passed"] = json!(g.passed);
     v["pass_rate"] = json!(g.pass_rate());
+    human_report::add_group_block(&mut v, agg, g);
     v
 }
 
@@ -464,11 +472,12 @@ fn group_blocks(agg: &RunAggregator, groups: &[(Vec<String>, &GroupAcc)]) -> Val
     let blocks: Map<String, Value> = groups
         .iter()
         .map(|(k, g)| {
-            let block = json!({
+            let mut block = json!({
                 "count": g.total(), "passed": g.passed, "failed": g.total() - g.passed,
                 "pass_rate": g.pass_rate(), "avg_overall_score": g.overall.mean(),
                 "overall_score": g.overall.summary(), "metrics": metric_block(agg, g),
             });
+            human_report::add_group_block(&mut block, agg, g);
             (group_key(k), block)
         })
         .collect();

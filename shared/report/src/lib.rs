@@ -14,11 +14,13 @@
 pub mod aggregate;
 mod heatmap;
 mod html;
+mod human_report;
 mod items;
 mod json;
 pub(crate) mod junit;
 mod markdown;
 pub mod outputs;
+mod pairwise_report;
 mod recommend;
 pub(crate) mod viewer;
 

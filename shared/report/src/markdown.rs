@@ -45,6 +45,8 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
         }
     }
     groups(&mut out, agg);
+    super::human_report::markdown(&mut out, agg);
+    super::pairwise_report::markdown(&mut out, agg);
     failure_reasons(&mut out, suite, agg);
     out.push_str("## Recommendations\n\n");
     let recs = recommendations(suite, agg);

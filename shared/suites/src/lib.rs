@@ -4,12 +4,14 @@
 //! [`evaluate::Example`], its judge tasks, and — with the judges' verdicts — its result record.
 //! The suites themselves: [`support`] (support-judge), [`rag`] (rag-layers), [`loganalysis`]
 //! (log-analysis) and [`custom`] (user-defined), with [`delimit`] fencing judged text. [`spec`]
-//! is the run spec every worker evaluates with.
+//! is the run spec every worker evaluates with. [`bounded`] bounds what rendering one of a
+//! run's templates may cost.
 //!
 //! Depends on `evalfleet-model`, `evalfleet-dataset` and `evalfleet-config`; must not depend on
 //! reports, contracts or any role, and does no network I/O, so the embedded `run` and the fleet
 //! compute the same numbers.
 
+pub mod bounded;
 pub mod custom;
 pub mod delimit;
 pub mod evaluate;

@@ -24,6 +24,9 @@ pub struct SupportExample {
     /// Every other field of the record, kept as metadata.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+    /// People's scores of the judge dimensions, when the suite names a column of them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub human: crate::evaluate::HumanLabels,
 }
 
 /// Validates one record (docs/DESIGN.md §2.1, §9): each field in order must be present (a JSON null is
@@ -53,6 +56,7 @@ pub fn parse_example(value: &Value, rules: &ProviderRules) -> Result<SupportExam
         prompt_version: prompt_version.to_owned(),
         provider: provider.to_owned(),
         metadata,
+        human: Default::default(),
     })
 }
 

@@ -8,6 +8,7 @@ use evalfleet_contract::batch_store::{BatchPhase, BatchStore};
 use evalfleet_contract::registry::RunRegistry;
 use evalfleet_contract::store::ResultStore;
 use evalfleet_fleet::redis::RedisStore;
+use evalfleet_model::run_id::RunId;
 use evalfleet_producer::ops::{self, OpError};
 
 use super::Endpoints;
@@ -15,7 +16,9 @@ use crate::exit::{BadInput, Exit};
 
 #[derive(Args)]
 pub struct RunArg {
-    pub run: String,
+    /// The run's id (^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$).
+    #[arg(value_parser = crate::cmd::parse_run_id)]
+    pub run: RunId,
     #[command(flatten)]
     pub endpoints: Endpoints,
 }
@@ -23,7 +26,8 @@ pub struct RunArg {
 #[derive(Args)]
 pub struct StatusArgs {
     /// A run; without it, the latest runs.
-    pub run: Option<String>,
+    #[arg(value_parser = crate::cmd::parse_run_id)]
+    pub run: Option<RunId>,
     #[command(flatten)]
     pub endpoints: Endpoints,
 }
@@ -46,8 +50,8 @@ pub enum DlqAction {
     /// Move dead-lettered messages back to the work queue.
     Requeue {
         /// Only this run's messages.
-        #[arg(long)]
-        run: Option<String>,
+        #[arg(long, value_parser = crate::cmd::parse_run_id)]
+        run: Option<RunId>,
     },
 }
 

@@ -9,6 +9,7 @@ use clap::Args;
 use evalfleet_contract::store::ResultStore;
 use evalfleet_dataset::Format;
 use evalfleet_fleet::redis::{RedisStore, RunStatus};
+use evalfleet_model::run_id::RunId;
 use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
 use evalfleet_suites::spec::RunSpec;
@@ -31,9 +32,10 @@ pub struct SubmitArgs {
     /// `.jsonl` JSONL, otherwise a leading `[` means a JSON array).
     #[arg(long, value_parser = crate::cmd::parse_format)]
     pub format: Option<Format>,
-    /// Run id; re-submitting under an existing id resumes that run.
-    #[arg(long)]
-    pub run_id: Option<String>,
+    /// Run id; re-submitting under an existing id resumes that run. It must match
+    /// ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$.
+    #[arg(long, value_parser = crate::cmd::parse_run_id)]
+    pub run_id: Option<RunId>,
     /// Follow the run until its report exists; exit as `run` would.
     #[arg(long)]
     pub wait: bool,
@@ -71,7 +73,7 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
     let run_id = args
         .run_id
         .clone()
-        .unwrap_or_else(crate::cmd::run::new_run_id);
+        .map_or_else(crate::cmd::run::new_run_id, RunId::into_string);
     let runs = runs_of(&args, &config, &suite, &run_id)?;
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
@@ -86,7 +88,8 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
                 target: target.as_ref().map(|f| f.target.clone()),
                 target_model: target.as_ref().and_then(|f| f.choice.model.clone()),
             };
-            submit_one(&args, id, spec, config.fleet.max_queued, &queue, &store).await?;
+            let limits = (config.fleet.max_queued, config.max_record_bytes);
+            submit_one(&args, id, spec, limits, &queue, &store).await?;
         }
         if !args.wait {
             return Ok(Exit::Success);
@@ -144,11 +147,11 @@ fn runs_of(
         .into());
     }
     let labels = crate::cmd::target::run_labels(&found)?;
-    Ok(labels
+    labels
         .into_iter()
         .zip(found)
-        .map(|(label, run)| (format!("{run_id}-{label}"), Some(run)))
-        .collect())
+        .map(|(label, run)| Ok((crate::cmd::derived_run_id(run_id, &label)?, Some(run))))
+        .collect()
 }
 
 /// Registers and publishes one run, with its progress bar; prints its id and what was sent.
@@ -156,7 +159,7 @@ async fn submit_one(
     args: &SubmitArgs,
     run_id: &str,
     spec: RunSpec,
-    max_queued: u64,
+    (max_queued, max_record): (u64, usize),
     queue: &AmqpQueue,
     store: &RedisStore,
 ) -> anyhow::Result<()> {
@@ -182,6 +185,7 @@ async fn submit_one(
         format: args.format,
         spec,
         max_queued: Some(max_queued).filter(|m| *m > 0),
+        max_record,
     };
     let outcome = submit(&req, queue, store, progress.clone()).await;
     mirror.abort();

@@ -145,11 +145,20 @@ pub fn add_example(
     };
     let accounting = Accounting::new(config.prices.clone(), None);
     for task in judge_tasks(suite, example) {
-        let Ok(p) = prompt::for_task(&task) else {
-            continue;
+        // A pairwise dimension asks two questions (positions swapped), each of the same size.
+        let (p, questions) = if task.is_pairwise() {
+            match super::pairwise::prompts(&task) {
+                Ok([first, _]) => (first, 2),
+                Err(_) => continue,
+            }
+        } else {
+            match prompt::for_task(&task) {
+                Ok(p) => (p, 1),
+                Err(_) => continue,
+            }
         };
         let input = estimated_tokens(&[&p.system, &p.user]);
-        for name in &judges {
+        for name in std::iter::repeat_n(&judges, questions).flatten() {
             let model = config.judge_models.get(*name).map_or("", String::as_str);
             let provider = config.providers.get(*name);
             let max_out = provider.map_or(0, |p| u64::from(p.max_tokens));
@@ -195,6 +204,7 @@ mod tests {
             prompt_version: "v1".into(),
             provider: "openai".into(),
             metadata: Default::default(),
+            human: Default::default(),
         });
         let mut config = JudgeConfig::default();
         let mut live = Estimate::default();

@@ -7,6 +7,7 @@ mod build;
 pub mod estimate;
 pub mod limit;
 pub mod live;
+pub mod pairwise;
 pub mod prompt;
 pub mod provider;
 pub mod reply;

@@ -114,6 +114,20 @@ fn compose(dimension: &Dimension, role: &str, tags: &[String], body: &str) -> Pr
 /// The one re-ask after an unusable reply: the same prompt, the previous reply (as data) and
 /// why it was not accepted, with the exact format and range repeated.
 pub fn reask(prompt: &Prompt, previous_reply: &str, problem: &str) -> Prompt {
+    let reminder = match find_range(&prompt.system) {
+        Some(range) => format_line(range),
+        None => format_line("an integer in the rubric's range"),
+    };
+    reask_with(prompt, previous_reply, problem, &reminder)
+}
+
+/// A re-ask that ends with `reminder` (the reply format).
+pub(crate) fn reask_with(
+    prompt: &Prompt,
+    previous_reply: &str,
+    problem: &str,
+    reminder: &str,
+) -> Prompt {
     let mut echoed: String = previous_reply
         .chars()
         .take(MAX_ECHOED_REPLY_CHARS)
@@ -121,10 +135,6 @@ pub fn reask(prompt: &Prompt, previous_reply: &str, problem: &str) -> Prompt {
     if echoed.len() < previous_reply.len() {
         echoed.push('…');
     }
-    let reminder = match find_range(&prompt.system) {
-        Some(range) => format_line(range),
-        None => format_line("an integer in the rubric's range"),
-    };
     let mut user = prompt.user.clone();
     user.push_str("\n\nYour previous reply was:\n");
     user.push_str(&block(

@@ -41,8 +41,14 @@ pub fn parse_verdict(text: &str, min: i64, max: i64) -> Result<Verdict, String> 
 
 /// The whole text as an object with `score`, else the first balanced object in it that has one.
 fn find_verdict_object(text: &str) -> Option<Map<String, Value>> {
+    find_object_with(text, "score")
+}
+
+/// The whole text as an object with `key`, else the first balanced object in it that has one
+/// (a pairwise reply's `verdict`, too).
+pub(crate) fn find_object_with(text: &str, key: &str) -> Option<Map<String, Value>> {
     let with_score = |candidate: &str| match serde_json::from_str::<Value>(candidate) {
-        Ok(Value::Object(map)) if map.contains_key("score") => Some(map),
+        Ok(Value::Object(map)) if map.contains_key(key) => Some(map),
         _ => None,
     };
     if let Some(map) = with_score(text.trim()) {

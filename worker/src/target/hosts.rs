@@ -1,7 +1,7 @@
-//! Where a worker's http target may connect (`fleet.targets.allowed_hosts`): the URL's host is
-//! checked before each call, every address a name resolves to is filtered through the policy
-//! (so a name that resolves to a metadata address is refused, not only the literal address),
-//! and a redirect is followed only to a host the policy allows.
+//! Where a worker's http target or http scorer may connect (`fleet.targets.allowed_hosts`): the
+//! URL's host is checked before each call, every address a name resolves to is filtered through
+//! the policy (so a name that resolves to a metadata address is refused, not only the literal
+//! address), and a redirect is followed only to a host the policy allows.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use reqwest::Url;
 const MAX_REDIRECTS: usize = 10;
 
 /// A client builder that resolves and redirects only within `policy`.
-pub(super) fn guarded(
+pub(crate) fn guarded(
     builder: reqwest::ClientBuilder,
     policy: Arc<HostPolicy>,
 ) -> reqwest::ClientBuilder {
@@ -34,7 +34,7 @@ pub(super) fn guarded(
 }
 
 /// Why `url` may not be called under `policy` (its host, said in words), or None.
-pub(super) fn refused(policy: &HostPolicy, url: &Url) -> Option<String> {
+pub(crate) fn refused(policy: &HostPolicy, url: &Url) -> Option<String> {
     let host = url.host_str().unwrap_or_default();
     let allowed = match host
         .trim_matches(|c| c == '[' || c == ']')

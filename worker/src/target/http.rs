@@ -1,22 +1,18 @@
-//! One http target's calls: the rendered request, sent with backoff on 408, 409, 429, 5xx,
-//! 529, timeouts and connection errors (never sooner than the reply's `Retry-After`); any other
-//! status fails at once. The reply must be JSON: the completed record is read out of it by
-//! JSON Pointer.
+//! One http target's calls: the rendered request, sent with the retry rules of
+//! [`crate::json_call`] (backoff on 408, 409, 429, 5xx, 529, timeouts and connection errors,
+//! never sooner than the reply's `Retry-After`; any other status fails at once). The reply must
+//! be JSON: the completed record is read out of it by JSON Pointer.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use backon::Retryable;
 use evalfleet_config::{HostPolicy, RetryConfig, Target};
 use evalfleet_suites::target::TargetPlan;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
 use super::hosts;
-use crate::judge::limit::Signal;
-use crate::judge::provider::retry_after;
-use crate::judge::retry_schedule;
+use crate::json_call::{call_json, CallFailure, JsonCall};
 use crate::metrics::metrics;
 use crate::rate_limit::{Limits, RateLimit, RateLimits};
 
@@ -63,26 +59,6 @@ pub enum TargetFailure {
         reason: String,
         attempts: u32,
     },
-}
-
-/// One attempt's failure, and whether another attempt may succeed.
-#[derive(Debug)]
-enum Attempt {
-    Status { status: u16, wait: Option<Duration> },
-    Transport(String),
-    NotJson(String),
-}
-
-impl Attempt {
-    fn retryable(&self) -> bool {
-        match self {
-            Attempt::Status { status, .. } => {
-                matches!(status, 408 | 409 | 429 | 529) || (500..600).contains(status)
-            }
-            Attempt::Transport(_) => true,
-            Attempt::NotJson(_) => false,
-        }
-    }
 }
 
 impl HttpTarget {
@@ -147,100 +123,53 @@ impl HttpTarget {
                 target: name.clone(),
                 reason: format!("'{}' is not an HTTP method", request.method),
             })?;
-        let attempts = AtomicU32::new(0);
-        let started = Instant::now();
-        let once = || async {
-            let _slot = self.rate_limit.admit(1).await;
-            attempts.fetch_add(1, Ordering::Relaxed);
-            let mut builder = self.http.request(method.clone(), &request.url);
-            for (header, value) in &request.headers {
-                builder = builder.header(header, value);
-            }
-            if method != Method::GET {
-                builder = builder.json(&request.body);
-            }
-            // The URL may hold a secret: errors are told without it.
-            let requests = &metrics().target_requests;
-            let response = builder.send().await.map_err(|e| {
-                let label = if e.is_timeout() { "timeout" } else { "error" };
-                requests.with_label_values(&[&name, label]).inc();
-                Attempt::Transport(transport(&e))
-            })?;
-            let status = response.status().as_u16();
-            requests
-                .with_label_values(&[&name, &status.to_string()])
-                .inc();
-            if !(200..300).contains(&status) {
-                let wait = retry_after(response.headers());
-                match status {
-                    429 => self.rate_limit.signal(Signal::RateLimited {
-                        retry_after: wait,
-                        exhausted: None,
-                    }),
-                    503 | 529 => self.rate_limit.signal(Signal::Overloaded),
-                    _ => {}
-                }
-                return Err(Attempt::Status { status, wait });
-            }
-            self.rate_limit.signal(Signal::Success);
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| Attempt::Transport(transport(&e)))?;
-            serde_json::from_slice::<Value>(&bytes)
-                .map_err(|e| Attempt::NotJson(format!("the reply is not JSON: {e}")))
+        let body = if method == Method::GET {
+            None
+        } else {
+            Some(
+                serde_json::to_vec(&request.body).map_err(|e| TargetFailure::Request {
+                    target: name.clone(),
+                    reason: format!("its body is not JSON: {e}"),
+                })?,
+            )
         };
-        let reply = once
-            .retry(retry_schedule(&self.retry))
-            .when(Attempt::retryable)
-            .adjust(|e: &Attempt, step: Option<Duration>| match e {
-                Attempt::Status { wait: Some(w), .. } => step.map(|d| d.max(*w)),
-                _ => step,
-            })
-            .await;
-        let attempts = attempts.into_inner();
+        let requests = &metrics().target_requests;
+        let observe = |label: &str| requests.with_label_values(&[&name, label]).inc();
+        let started = Instant::now();
+        let reply = call_json(JsonCall {
+            http: &self.http,
+            method,
+            url: &request.url,
+            headers: &request.headers,
+            body,
+            retry: &self.retry,
+            rate_limit: Some(&self.rate_limit),
+            observe: &observe,
+        })
+        .await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         match reply {
-            Ok(reply) => Ok(Called {
+            Ok((reply, attempts)) => Ok(Called {
                 reply,
                 attempts,
                 latency_ms,
             }),
-            Err(Attempt::Status { status, .. }) => Err(TargetFailure::Status {
+            Err(CallFailure::Status { status, attempts }) => Err(TargetFailure::Status {
                 target: name,
                 status,
                 attempts,
             }),
-            Err(Attempt::Transport(reason)) => Err(TargetFailure::Transport {
+            Err(CallFailure::Transport { reason, attempts }) => Err(TargetFailure::Transport {
                 target: name,
                 reason,
                 attempts,
             }),
-            Err(Attempt::NotJson(reason)) => Err(TargetFailure::Request {
+            Err(CallFailure::NotJson(reason)) => Err(TargetFailure::Request {
                 target: name,
                 reason,
             }),
         }
     }
-}
-
-/// A transport error in words, without the URL (it may hold a secret): its causes only.
-fn transport(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
-        return "no reply within the timeout".to_owned();
-    }
-    let mut reason = if e.is_connect() {
-        "cannot connect".to_owned()
-    } else {
-        "the call failed".to_owned()
-    };
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        reason.push_str(": ");
-        reason.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    reason
 }
 
 #[cfg(test)]

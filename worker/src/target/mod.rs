@@ -11,7 +11,7 @@
 mod batched;
 mod chat;
 mod estimate;
-mod hosts;
+pub(crate) mod hosts;
 mod http;
 mod keep;
 mod run;

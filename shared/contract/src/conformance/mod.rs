@@ -37,6 +37,7 @@ pub fn message(run_id: &str, index: u64) -> Message {
             prompt_version: "v1".into(),
             provider: "openai".into(),
             metadata: Default::default(),
+            human: Default::default(),
         })),
     }
 }

@@ -157,6 +157,8 @@ pub(super) struct Row {
     pub(super) count: usize,
     /// Input bytes the current record took, its line end included.
     raw: usize,
+    /// Bytes of `raw` that are the record's line end (`\n`, `\r\n` or `\r`).
+    line_end: usize,
     pub(super) too_large: bool,
     /// No record was read yet: the next one is the header.
     first: bool,
@@ -172,6 +174,7 @@ impl Row {
             nend: 0,
             count: 0,
             raw: 0,
+            line_end: 0,
             too_large: false,
             first: true,
         }
@@ -203,6 +206,7 @@ impl Row {
         self.nend = 0;
         self.count = 0;
         self.raw = 0;
+        self.line_end = 0;
         self.too_large = false;
         loop {
             if input.available().is_empty() {
@@ -222,6 +226,14 @@ impl Row {
                     &mut self.ends[self.nend..],
                 )
             };
+            if result == ReadRecordResult::Record {
+                let read = &chunk[..nin];
+                self.line_end = match read {
+                    [.., b'\r', b'\n'] => 2,
+                    [.., b'\n' | b'\r'] => 1,
+                    _ => 0,
+                };
+            }
             input.consume(nin);
             self.raw = self.raw.saturating_add(nin);
             self.count += nend;
@@ -272,6 +284,11 @@ impl Row {
             self.ends.resize(len.max(self.ends.len() + 1), 0);
         }
         false
+    }
+
+    /// The current record's size in the file: its bytes without its line end.
+    pub(super) fn size(&self) -> usize {
+        self.raw - self.line_end
     }
 
     /// The current record's fields, as far as they were kept.

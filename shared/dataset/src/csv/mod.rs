@@ -25,7 +25,7 @@ use serde_json::{Map, Value};
 use self::cells::typed;
 pub use self::cells::CellType;
 use self::input::{fields, Input, Row};
-use super::bytes::too_large;
+use super::bytes::{bytes, too_large};
 use super::ReadOptions;
 
 /// A header problem: the message for [`super::DatasetError::BadHeader`], or a read error.
@@ -74,8 +74,9 @@ impl CsvSource {
         let columns = match row.read(&mut input, max_record, usize::MAX) {
             Ok(Some(_)) if row.too_large => {
                 return Err(OpenError::Header(format!(
-                    "the header is larger than {} MiB",
-                    max_record / (1024 * 1024)
+                    "the header is {}, more than max_record_bytes {}",
+                    bytes(row.size()),
+                    bytes(max_record)
                 )))
             }
             Ok(Some(_)) => header_names(&row)?,
@@ -123,7 +124,7 @@ impl CsvSource {
     fn value(&self) -> Result<Value, String> {
         let row = &self.row;
         if row.too_large {
-            return Err(too_large(self.max_record));
+            return Err(too_large(row.size(), self.max_record));
         }
         if row.count != self.columns.len() {
             return Err(format!(

@@ -278,7 +278,7 @@ fn a_bad_header_is_an_error_naming_the_column() {
     .unwrap();
     assert_eq!(
         err.to_string(),
-        "dataset 'd.csv' has a bad CSV header: the header is larger than 0 MiB"
+        "dataset 'd.csv' has a bad CSV header: the header is 3 bytes, more than max_record_bytes 2 bytes"
     );
 }
 
@@ -298,14 +298,21 @@ fn oversized_rows_are_skipped_without_being_kept() {
         ..options(&[])
     };
     let recs = read_with(text.as_bytes(), &small);
-    assert_eq!(reason(&recs[0]), "record is larger than 0 MiB");
+    assert_eq!(
+        reason(&recs[0]),
+        "record is 102 bytes, more than max_record_bytes 50 bytes"
+    );
+    assert_eq!(recs[0].position, Position::Line(2));
     assert_eq!(value(&recs[1])["id"], "2");
     assert_eq!(recs[1].position, Position::Line(3));
     // An unclosed quote runs to the end of the file; it stays bounded all the same.
     let text = format!("id,text\n1,\"open\n{}", "2,b\n".repeat(1000));
     let recs = read_with(text.as_bytes(), &small);
     assert_eq!(recs.len(), 1);
-    assert_eq!(reason(&recs[0]), "record is larger than 0 MiB");
+    assert_eq!(
+        reason(&recs[0]),
+        "record is 4008 bytes (3.9 KiB), more than max_record_bytes 50 bytes"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::agreement::Agreement;
+use super::human::HumanAcc;
 use evalfleet_model::record::{Outcome, ResultRecord};
 use evalfleet_model::stats::{Stats, StatsSummary};
 
@@ -69,7 +70,7 @@ pub enum Shape {
 
 impl Shape {
     /// The raw rubric range (what inter-judge agreement counts over).
-    fn range(self) -> (i64, i64) {
+    pub(crate) fn range(self) -> (i64, i64) {
         match self {
             Shape::Integer(lo, hi) | Shape::Unit(lo, hi) => (lo, hi),
         }
@@ -89,7 +90,9 @@ pub struct GroupAcc {
     pub unscored: Vec<u64>,
     /// Per dimension, once a panel of judges scored it.
     pub agreement: Vec<Option<Agreement>>,
-    ranges: Vec<(i64, i64)>,
+    /// Per dimension, once an item carried a human label of it.
+    pub human: Vec<Option<HumanAcc>>,
+    shapes: Vec<Shape>,
     pub latency_ms: Stats,
 }
 
@@ -112,7 +115,8 @@ impl GroupAcc {
                 .collect(),
             unscored: vec![0; dimension_shapes.len()],
             agreement: vec![None; dimension_shapes.len()],
-            ranges: dimension_shapes.iter().map(|s| s.range()).collect(),
+            human: vec![None; dimension_shapes.len()],
+            shapes: dimension_shapes.to_vec(),
             latency_ms: Stats::default(),
         }
     }
@@ -151,8 +155,14 @@ impl GroupAcc {
         }
         for ((_, score), slot) in rec.scores.0.iter().zip(score_slots) {
             let Some(slot) = *slot else { continue };
+            if score.human.is_some() {
+                let shape = self.shapes[slot];
+                self.human[slot]
+                    .get_or_insert_with(|| HumanAcc::new(shape))
+                    .observe(score);
+            }
             if !score.panel.is_empty() {
-                let (lo, hi) = self.ranges[slot];
+                let (lo, hi) = self.shapes[slot].range();
                 let raw: Vec<Option<i64>> = score.panel.iter().map(|p| p.score).collect();
                 self.agreement[slot]
                     .get_or_insert_with(|| Agreement::new(lo, hi))

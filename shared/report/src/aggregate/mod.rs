@@ -4,7 +4,11 @@
 
 mod agreement;
 mod epochs;
+mod fixed;
 mod group;
+mod human;
+mod pairwise;
+mod self_preference;
 mod target;
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +18,9 @@ use serde::Serialize;
 pub use agreement::{Agreement, AgreementSummary};
 pub use epochs::{EpochsAcc, EpochsSummary};
 pub use group::{GroupAcc, Hist, Shape};
+pub use human::{Confusion, HumanAcc, HumanAgreementSummary};
+pub use pairwise::{PairCounts, PairSummary, PairwiseAcc};
+pub use self_preference::{SelfPreferenceAcc, SelfPreferenceSummary};
 pub use target::{Latency, TargetAcc, TargetSummary};
 
 use evalfleet_model::record::{Outcome, ResultRecord, Usage};
@@ -93,6 +100,12 @@ pub struct RunAggregator {
     pub target: Option<TargetAcc>,
     /// A run of K > 1 epochs: pass@k, pass^k, the spread within items.
     pub epochs: Option<EpochsAcc>,
+    /// Pairwise dimensions: wins, ties, losses and position bias, overall and per group.
+    pub pairwise: PairwiseAcc,
+    /// The dimensions the suite names human labels for, in suite order.
+    human_dimensions: Vec<String>,
+    /// Judges of each provider on their own family's answers and on the others'.
+    pub self_preference: SelfPreferenceAcc,
 }
 
 impl RunAggregator {
@@ -127,6 +140,14 @@ impl RunAggregator {
             cache_hits: 0,
             target: None,
             epochs: None,
+            pairwise: PairwiseAcc::new(suite),
+            human_dimensions: suite
+                .dimensions
+                .iter()
+                .filter(|d| suite.human_labels.contains_key(&d.name))
+                .map(|d| d.name.clone())
+                .collect(),
+            self_preference: SelfPreferenceAcc::default(),
         }
     }
 
@@ -190,6 +211,9 @@ impl RunAggregator {
         );
         self.all
             .observe(rec, &scratch.metric_slots, &scratch.score_slots);
+        if rec.outcome == Outcome::Ok {
+            self.self_preference.observe(rec, &scratch.score_slots);
+        }
         for (grouping, groups) in self.groupings.iter().zip(self.groups.iter_mut()) {
             scratch.key.clear();
             for (i, k) in grouping.keys.iter().enumerate() {
@@ -209,6 +233,7 @@ impl RunAggregator {
             acc.observe(rec, &scratch.metric_slots, &scratch.score_slots);
         }
         self.scratch = scratch;
+        self.pairwise.observe(rec, &self.groupings);
         for tag in &rec.fail_tags {
             match self.fail_reasons.get_mut(tag) {
                 Some(n) => *n += 1,
@@ -287,6 +312,27 @@ impl RunAggregator {
         &self.dimensions
     }
 
+    /// The dimensions with human labels, in suite order.
+    pub fn human_dimensions(&self) -> &[String] {
+        &self.human_dimensions
+    }
+
+    /// Each labelled dimension's agreement with people in group `g` (n = 0 where no item of
+    /// the group had a label).
+    pub fn human_agreement(&self, g: &GroupAcc) -> Vec<(String, HumanAgreementSummary)> {
+        self.human_dimensions
+            .iter()
+            .filter_map(|name| {
+                let slot = self.dimensions.iter().position(|d| d == name)?;
+                let summary = match g.human.get(slot).and_then(Option::as_ref) {
+                    Some(acc) => acc.summary(),
+                    None => HumanAcc::new(self.shapes[slot]).summary(),
+                };
+                Some((name.clone(), summary))
+            })
+            .collect()
+    }
+
     pub fn groupings(&self) -> &[Grouping] {
         &self.groupings
     }
@@ -349,6 +395,32 @@ impl RunAggregator {
                         passed: value.is_some_and(|v| v >= min),
                     });
                 }
+            }
+        }
+        if let Some(min) = suite.run_gates.min_human_kappa {
+            // Every labelled dimension is gated: one without a labelled, scored item (or whose
+            // kappa is undefined) fails, so the gate is never passed for want of data.
+            for (dim, summary) in self.human_agreement(&self.all) {
+                let value = summary.kappa_quadratic;
+                checks.push(RunGateCheck {
+                    name: format!("min_human_kappa.{dim}"),
+                    value,
+                    threshold: min,
+                    passed: value.is_some_and(|v| v >= min),
+                });
+            }
+        }
+        if let Some(min) = suite.run_gates.min_win_rate {
+            // Each pairwise dimension must win at least `min` of its items; one with no
+            // compared item fails, so the gate is never passed for want of data.
+            for (dim, counts) in self.pairwise.each() {
+                let value = counts.win_rate();
+                checks.push(RunGateCheck {
+                    name: format!("min_win_rate.{dim}"),
+                    value,
+                    threshold: min,
+                    passed: value.is_some_and(|v| v >= min),
+                });
             }
         }
         checks

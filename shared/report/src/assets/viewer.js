@@ -150,7 +150,7 @@
       nodes = nodes.concat(section("Judges", scored.map(function (d) {
         var s = it.scores[d], j = s.judge ? " · " + [s.judge.provider, s.judge.model].filter(Boolean).join(" ") : "";
         return el("div", { class: "verdict" }, [
-          el("b", {}, [d + ": " + show(s.score) + j]),
+          el("b", {}, [d + ": " + show(s.score) + j + (s.human != null ? " · human " + show(s.human) : "")]),
           el("p", { class: "reasoning" }, [s.reasoning || s.unscored || ""])
         ]);
       })));

@@ -14,11 +14,16 @@
 //! or objects.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
+use evalfleet_config::RetryConfig;
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use super::external;
+#[cfg(doc)]
+use super::external::ExternalCheck;
 use crate::rag::{exact_match, token_f1};
 
 /// Every check type, in the order error messages list them.
@@ -34,10 +39,13 @@ pub const CHECK_TYPES: &[&str] = &[
     "similarity",
     "length",
     "range",
+    "command",
+    "http",
 ];
 
 /// A check as a suite file writes it. Flat, so a typo is an unknown-key error naming the key,
-/// and [`Check::compile`] then says which keys a type takes.
+/// and [`Check::compile`] (or, for a code scorer, [`ExternalCheck::compile`]) then says which
+/// keys a type takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CheckSpec {
@@ -45,8 +53,10 @@ pub struct CheckSpec {
     pub name: String,
     #[serde(rename = "type")]
     pub kind: String,
-    /// The declared field the check reads.
-    pub field: String,
+    /// The declared field the check reads (every type but the code scorers, which send
+    /// `fields`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
     /// Another declared field's name, the gold value compared against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
@@ -71,11 +81,39 @@ pub struct CheckSpec {
     /// `length` only: `chars` (Unicode scalar values, the default) or `words`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// Code scorers (`command`, `http`): the declared fields sent to the scorer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<String>>,
+    /// Code scorers: constant arguments sent with every request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Map<String, Value>>,
+    /// Code scorers: seconds a reply may take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    /// `command` only: the program and its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// `command` only: processes in the pool (default: one per core).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
+    /// `http` only: where the requests are POSTed (may hold `${VAR}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// `http` only: request headers (values may hold `${VAR}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// `http` only: attempts and backoff, as an http target's `retry`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryConfig>,
 }
 
 /// The optional keys each type takes; any other optional key given is an error, so a key that
-/// would silently do nothing (a `pattern` on `contains`) is caught at load time.
-fn keys_of(kind: &str) -> Option<&'static [&'static str]> {
+/// would silently do nothing (a `pattern` on `contains`) is caught at load time. Every type
+/// but the code scorers also takes (and needs) `field`.
+pub(super) fn keys_of(kind: &str) -> Option<&'static [&'static str]> {
+    if let Some(keys) = external::keys_of(kind) {
+        return Some(keys);
+    }
     Some(match kind {
         "equals" => &["value", "reference", "case_sensitive", "negate"],
         "contains" => &["value", "any", "all", "case_sensitive", "negate"],
@@ -96,6 +134,7 @@ impl CheckSpec {
     /// The optional keys this spec sets, in declaration order.
     fn given_keys(&self) -> impl Iterator<Item = &'static str> + '_ {
         [
+            ("field", self.field.is_some()),
             ("reference", self.reference.is_some()),
             ("value", self.value.is_some()),
             ("any", self.any.is_some()),
@@ -107,9 +146,58 @@ impl CheckSpec {
             ("min", self.min.is_some()),
             ("max", self.max.is_some()),
             ("unit", self.unit.is_some()),
+            ("fields", self.fields.is_some()),
+            ("args", self.args.is_some()),
+            ("timeout_s", self.timeout_s.is_some()),
+            ("command", self.command.is_some()),
+            ("processes", self.processes.is_some()),
+            ("url", self.url.is_some()),
+            ("headers", self.headers.is_some()),
+            ("retry", self.retry.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
+    }
+
+    /// Whether the check's score comes from the user's code (`command`, `http`), through the
+    /// worker, rather than from [`Check::eval`].
+    pub fn is_external(&self) -> bool {
+        external::keys_of(&self.kind).is_some()
+    }
+
+    /// Checks the keys against the type: the type is known, `name` is not empty, and no key is
+    /// given that the type does not take. Errors start with `check '<name>': `.
+    pub(super) fn check_keys(&self) -> Result<&'static [&'static str], String> {
+        let name = &self.name;
+        let err = |msg: String| format!("check '{name}': {msg}");
+        if name.trim().is_empty() {
+            return Err(err("'name' is empty".to_owned()));
+        }
+        let kind = self.kind.as_str();
+        let Some(takes) = keys_of(kind) else {
+            return Err(err(format!(
+                "unknown type '{kind}' (valid types: {})",
+                CHECK_TYPES.join(", ")
+            )));
+        };
+        // `field` is every computed type's, needed rather than optional.
+        let takes_field = !self.is_external();
+        let taken = |k: &str| takes.contains(&k) || (k == "field" && takes_field);
+        let refused = self.given_keys().find(|k| !taken(k));
+        if let Some(key) = refused {
+            let why = match key {
+                "negate" if matches!(kind, "token_f1" | "similarity") => {
+                    ": its score is continuous, not pass/fail"
+                }
+                "field" | "reference" => ": a code scorer is sent the declared fields in 'fields'",
+                _ => "",
+            };
+            return Err(err(format!(
+                "'{key}' does not apply to type {kind}{why} (it takes: {})",
+                takes.join(", ")
+            )));
+        }
+        Ok(takes)
     }
 }
 
@@ -173,36 +261,24 @@ impl Check {
     pub fn compile(spec: &CheckSpec) -> Result<Check, String> {
         let name = &spec.name;
         let err = |msg: String| format!("check '{name}': {msg}");
-        if name.trim().is_empty() {
-            return Err(err("'name' is empty".to_owned()));
+        spec.check_keys()?;
+        let kind = spec.kind.as_str();
+        if spec.is_external() {
+            return Err(err(format!(
+                "type {kind} is a code scorer: its score comes from the worker"
+            )));
         }
-        if spec.field.trim().is_empty() {
-            return Err(err("'field' is empty".to_owned()));
-        }
+        let field = match spec.field.as_deref() {
+            None => return Err(err(format!("type {kind} needs 'field'"))),
+            Some(f) if f.trim().is_empty() => return Err(err("'field' is empty".to_owned())),
+            Some(f) => f,
+        };
         if spec
             .reference
             .as_deref()
             .is_some_and(|r| r.trim().is_empty())
         {
             return Err(err("'reference' is empty".to_owned()));
-        }
-        let kind = spec.kind.as_str();
-        let Some(takes) = keys_of(kind) else {
-            return Err(err(format!(
-                "unknown type '{kind}' (valid types: {})",
-                CHECK_TYPES.join(", ")
-            )));
-        };
-        if let Some(key) = spec.given_keys().find(|k| !takes.contains(k)) {
-            let why = if key == "negate" && matches!(kind, "token_f1" | "similarity") {
-                ": its score is continuous, not pass/fail"
-            } else {
-                ""
-            };
-            return Err(err(format!(
-                "'{key}' does not apply to type {kind}{why} (it takes: {})",
-                takes.join(", ")
-            )));
         }
 
         let case_insensitive = spec.case_sensitive == Some(false);
@@ -351,7 +427,7 @@ impl Check {
         };
         Ok(Check {
             name: spec.name.clone(),
-            field: spec.field.clone(),
+            field: field.to_owned(),
             reference: spec.reference.clone(),
             op,
             negate: spec.negate == Some(true),

@@ -26,6 +26,9 @@ pub struct CustomExample {
     pub group: Group,
     /// Every top-level record field the suite does not declare, kept as metadata.
     pub metadata: Map<String, Value>,
+    /// People's scores of the judge dimensions, when the suite names a column of them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub human: crate::evaluate::HumanLabels,
 }
 
 /// The record plan, derived once from the spec: paths split, the routing field's index, and
@@ -178,6 +181,7 @@ impl RecordPlan {
             provider,
             group,
             metadata,
+            human: Default::default(),
         })
     }
 

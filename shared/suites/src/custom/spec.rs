@@ -92,11 +92,37 @@ pub struct DimensionSpec {
     /// The fields inserted as delimited, untrusted data; default: every field the template uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judged: Option<Vec<String>>,
+    /// A declared field holding people's scores of this dimension on its scale: the report
+    /// measures the judge against them (never shown to the judge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human: Option<String>,
+    /// Pairwise preference: the judge compares the judged answer with another answer
+    /// (`against`), twice with positions swapped, instead of scoring it on a scale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseSpec>,
+}
+
+/// `pairwise: {against: FIELD}` of a judge dimension.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PairwiseSpec {
+    /// The declared field holding the other answer (not the judged field itself).
+    pub against: String,
 }
 
 impl DimensionSpec {
     /// The integer scale the judge answers on.
     pub fn range(&self) -> Result<(i64, i64), String> {
+        if self.pairwise.is_some() {
+            // A pairwise dimension's score is 1 / 0.5 / 0 (win / tie / loss), on [0, 1].
+            return match (self.scale, self.binary) {
+                (None, false) => Ok((0, 1)),
+                _ => Err(format!(
+                    "judge dimension '{}': 'pairwise' compares two answers and takes no 'scale' or 'binary'",
+                    self.name
+                )),
+            };
+        }
         match (self.scale, self.binary) {
             (Some(_), true) => Err(format!(
                 "judge dimension '{}': give either 'scale' or 'binary: true', not both",

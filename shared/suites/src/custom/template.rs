@@ -38,7 +38,7 @@ impl std::fmt::Debug for Templates {
 
 impl Templates {
     pub(crate) fn compile(judge: &JudgeSpec, plan: &RecordPlan) -> Result<Templates, String> {
-        let mut env = Environment::new();
+        let mut env = crate::bounded::environment();
         // Prompts are plain text: never HTML-escape, whatever a dimension is called.
         env.set_auto_escape_callback(|_| AutoEscape::None);
         let globals: Vec<String> = env.globals().map(|(k, _)| k.to_owned()).collect();
@@ -106,16 +106,50 @@ impl Templates {
         values: &[Option<Value>],
     ) -> Result<String, String> {
         let t = &self.dims[dim];
+        self.render_with(dim, name, plan, values, &|k, v| {
+            let text = v.map(text_of).unwrap_or_default();
+            delimit::block(&t.tags[k], &text, &t.tags)
+        })
+    }
+
+    /// A pairwise dimension's body: its one judged field renders as two blocks, `first` in
+    /// the dimension's first tag (position A) and `second` in its second (position B).
+    pub(crate) fn render_pair(
+        &self,
+        dim: usize,
+        name: &str,
+        plan: &RecordPlan,
+        values: &[Option<Value>],
+        (first, second): (&str, &str),
+    ) -> Result<String, String> {
+        let tags = &self.dims[dim].tags;
+        self.render_with(dim, name, plan, values, &|_, _| {
+            format!(
+                "{}\n\n{}",
+                delimit::block(&tags[0], first, tags),
+                delimit::block(&tags[1], second, tags)
+            )
+        })
+    }
+
+    /// The body with each judged field (its position among the judged, its value) rendered by
+    /// `judged`, the other fields as they are.
+    fn render_with(
+        &self,
+        dim: usize,
+        name: &str,
+        plan: &RecordPlan,
+        values: &[Option<Value>],
+        judged: &dyn Fn(usize, Option<&Value>) -> String,
+    ) -> Result<String, String> {
+        let t = &self.dims[dim];
         let names: Vec<&str> = plan.names().collect();
         let context: JinjaValue = t
             .used
             .iter()
             .map(|&i| {
                 let value = match (&values[i], t.judged.iter().position(|&j| j == i)) {
-                    (v, Some(k)) => {
-                        let text = v.as_ref().map(text_of).unwrap_or_default();
-                        JinjaValue::from(delimit::block(&t.tags[k], &text, &t.tags))
-                    }
+                    (v, Some(k)) => JinjaValue::from(judged(k, v.as_ref())),
                     (Some(v), None) => JinjaValue::from_serialize(v),
                     (None, None) => JinjaValue::from(""),
                 };
@@ -124,7 +158,7 @@ impl Templates {
             .collect();
         self.env
             .get_template(name)
-            .and_then(|tpl| tpl.render(context))
+            .and_then(|tpl| crate::bounded::render(&tpl, context))
             .map_err(|e| format!("judge dimension '{name}': template: {}", jinja_error(&e)))
     }
 }

@@ -2,11 +2,12 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::custom::ExternalScores;
 use crate::loganalysis::{self, Method};
 use crate::rag;
 use crate::suite::Suite;
 use evalfleet_model::gate::fail_tags;
-use evalfleet_model::record::{Metrics, Outcome, ResultRecord, Scores, Usage};
+use evalfleet_model::record::{Metrics, Outcome, ResultRecord, Score, Scores, Usage};
 
 use super::Example;
 
@@ -22,16 +23,29 @@ pub struct Effort {
 }
 
 /// The finished result record of an example of `suite`. Needs no parsing state: a worker
-/// finishes examples that were typed by the producer.
+/// finishes examples that were typed by the producer. `external` holds the scores of a custom
+/// suite's code scorers ([`super::scorer_tasks`]), empty when it has none.
+#[allow(clippy::too_many_arguments)]
 pub fn finish(
     suite: &Suite,
     run_id: &str,
     index: u64,
     line: Option<u64>,
     example: &Example,
-    scores: Verdicts,
+    mut scores: Verdicts,
+    external: &ExternalScores,
     effort: Effort,
 ) -> ResultRecord {
+    let labels = example.human();
+    if !labels.is_empty() {
+        for (name, score) in &mut scores.0 {
+            score.human = labels.get(name).copied();
+        }
+    }
+    let answer_provider = example
+        .response_provider()
+        .filter(|_| scores.0.iter().any(|(_, s)| mixed_panel(s)))
+        .map(str::to_owned);
     let score_of = |name: &str| scores.get(name).and_then(|s| s.score);
     let mut details = Map::new();
     let mut usage = effort.usage;
@@ -130,12 +144,15 @@ pub fn finish(
             (metrics, comprehensiveness, tags)
         }
         Example::Custom(e) => {
-            let metrics = match &suite.custom {
-                Some(custom) => custom.check_metrics(e),
-                None => Metrics::default(),
+            let (metrics, reasons) = match &suite.custom {
+                Some(custom) => custom.check_metrics(e, external),
+                None => (Metrics::default(), Map::new()),
             };
             if !e.metadata.is_empty() {
                 details.insert("metadata".into(), Value::Object(e.metadata.clone()));
+            }
+            if !reasons.is_empty() {
+                details.insert("check_reasons".into(), Value::Object(reasons));
             }
             // Checks are already on [0, 1]; the overall score is the mean of every value
             // the item has, judge dimensions (as fractions of their scale) and checks alike.
@@ -162,6 +179,7 @@ pub fn finish(
         metrics,
         method_used,
         scores,
+        answer_provider,
         overall_score: overall,
         passed: tags.is_empty(),
         fail_tags: tags,
@@ -175,6 +193,15 @@ pub fn finish(
         epochs: Vec::new(),
         target: None,
     }
+}
+
+/// Whether judges of more than one provider sit on the score's panel (self-preference needs
+/// the answer's provider then).
+fn mixed_panel(score: &Score) -> bool {
+    score.panel.split_first().is_some_and(|(first, rest)| {
+        rest.iter()
+            .any(|p| p.judge.provider != first.judge.provider)
+    })
 }
 
 /// The mean of the judge scores on [0, 1], None when no dimension was scored.

@@ -16,6 +16,9 @@ use super::{Example, JudgeTask};
 /// unscored.
 pub fn heuristic_verdict(task: &JudgeTask<'_>, example: &Example) -> Score {
     let dimension = task.dimension;
+    if let Some(custom) = task.custom.filter(|_| task.is_pairwise()) {
+        return super::pairwise::heuristic(&custom);
+    }
     let fraction_and_reason: Option<(f64, String)> = match (example, dimension.name.as_str()) {
         (Example::Custom(_), _) => Some(custom_overlap(task)),
         (Example::Support(e), "relevance") => Some(rubric_fraction(support::heuristic_relevance(

@@ -1,12 +1,15 @@
 //! From a dataset record to a result record, for every suite.
 //!
-//! Processing one example is split in three so judges — the only part that waits on the network
-//! — stay outside this pure crate: [`Evaluator::parse`] types the record, [`judge_tasks`] says
-//! which judge dimensions to ask, and [`Evaluator::finish`] computes metrics, overall score and
-//! gates from the verdicts. Embedded `run` and fleet workers call exactly these three.
+//! Processing one example is split in three so judges and code scorers — the parts that wait on
+//! the network or on other processes — stay outside this pure crate: [`Evaluator::parse`] types
+//! the record, [`judge_tasks`] says which judge dimensions to ask and [`scorer_tasks`] which
+//! code scorers, and [`finish`] computes metrics, overall score and gates from the verdicts and
+//! the scores. Embedded `run` and fleet workers call exactly these.
 
 mod finish;
 mod heuristic;
+mod human;
+mod pairwise;
 mod validate;
 
 use std::borrow::Cow;
@@ -16,7 +19,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::custom::{text_of, CustomExample, CustomSuite};
+use crate::custom::{text_of, CustomExample, CustomSuite, ExternalCheck, ScorerRequest};
 use crate::loganalysis::{self, LogExample, ScenarioCache, ScenarioRef};
 use crate::rag::{self, RagExample};
 use crate::suite::Suite;
@@ -28,6 +31,8 @@ use evalfleet_model::suite::{Dimension, SuiteKind};
 
 pub use finish::{finish, Effort, Verdicts};
 pub use heuristic::heuristic_verdict;
+pub use human::HumanLabels;
+pub use pairwise::pairwise_score;
 pub use validate::{Checked, Checks, Validator};
 
 /// A validated example of one of the three built-in suites or of a custom suite.
@@ -144,6 +149,25 @@ impl Example {
             .collect()
     }
 
+    /// People's scores of the judge dimensions this example carries.
+    pub fn human(&self) -> &HumanLabels {
+        match self {
+            Example::Support(e) => &e.human,
+            Example::Rag(e) => &e.human,
+            Example::Log(e) => &e.human,
+            Example::Custom(e) => &e.human,
+        }
+    }
+
+    fn set_human(&mut self, labels: HumanLabels) {
+        match self {
+            Example::Support(e) => e.human = labels,
+            Example::Rag(e) => e.human = labels,
+            Example::Log(e) => e.human = labels,
+            Example::Custom(e) => e.human = labels,
+        }
+    }
+
     /// The provider that produced the judged response, when the example names a model.
     pub fn response_provider(&self) -> Option<&str> {
         match self {
@@ -192,6 +216,26 @@ impl CustomTask<'_> {
     /// The tags of the judged fields (what the system prompt tells the judge to treat as data).
     pub fn tags(&self) -> &[String] {
         self.suite.tags(self.dimension)
+    }
+
+    /// A pairwise dimension's two answers: the judged one and the other one (Err: why there
+    /// is none). None for a dimension scored on a scale.
+    pub fn pair(&self) -> Option<crate::custom::AnswerPair<'_>> {
+        self.suite.pair(self.dimension, self.example)
+    }
+
+    /// A pairwise dimension's body with `first` in position A and `second` in position B.
+    pub fn render_pair(&self, first: &str, second: &str) -> Result<String, String> {
+        self.suite
+            .render_pair(self.dimension, self.example, (first, second))
+    }
+}
+
+impl JudgeTask<'_> {
+    /// Whether the judge compares two answers (twice, positions swapped) instead of scoring one.
+    pub fn is_pairwise(&self) -> bool {
+        self.custom
+            .is_some_and(|c| c.suite.is_pairwise(c.dimension))
     }
 }
 
@@ -248,6 +292,30 @@ pub fn judge_tasks<'a>(suite: &'a Suite, example: &'a Example) -> Vec<JudgeTask<
         .collect()
 }
 
+/// One code scorer's request for one example: the check (where to send it) and the request.
+#[derive(Debug)]
+pub struct ScorerTask<'a> {
+    pub check: &'a ExternalCheck,
+    pub request: ScorerRequest<'a>,
+}
+
+/// The code scorers to ask for `example`, one per `command` or `http` check of a custom suite,
+/// in the order [`crate::custom::CustomSuite::external`] lists them (the order of the scores
+/// [`finish`] takes back). None for any other suite.
+pub fn scorer_tasks<'a>(suite: &'a Suite, example: &'a Example) -> Vec<ScorerTask<'a>> {
+    let (Example::Custom(e), Some(custom)) = (example, suite.custom.as_deref()) else {
+        return Vec::new();
+    };
+    custom
+        .external()
+        .enumerate()
+        .map(|(i, check)| ScorerTask {
+            check,
+            request: custom.scorer_request(i, e),
+        })
+        .collect()
+}
+
 /// Types records of one suite (the producer's job). Holds the provider rules and, for
 /// log-analysis, the scenario files already read.
 pub struct Evaluator {
@@ -266,8 +334,18 @@ impl Evaluator {
         }
     }
 
-    /// Validates one record; Err is the skip reason.
+    /// Validates one record; Err is the skip reason. Human labels are checked after the
+    /// suite's own fields.
     pub fn parse(&mut self, value: &Value) -> Result<Example, String> {
+        let mut example = self.parse_fields(value)?;
+        let labels = human::read(&self.suite, value)?;
+        if !labels.is_empty() {
+            example.set_human(labels);
+        }
+        Ok(example)
+    }
+
+    fn parse_fields(&mut self, value: &Value) -> Result<Example, String> {
         match self.suite.kind {
             SuiteKind::SupportJudge => {
                 support::parse_example(value, &self.rules).map(Example::Support)
@@ -315,6 +393,11 @@ impl Evaluator {
             .scenario
             .as_ref()
             .ok_or("the record's scenario was not resolved before the call")?;
-        loganalysis::parse_completed(value, scenario).map(Example::Log)
+        let mut example = loganalysis::parse_completed(value, scenario).map(Example::Log)?;
+        let labels = human::read(&self.suite, value)?;
+        if !labels.is_empty() {
+            example.set_human(labels);
+        }
+        Ok(example)
     }
 }

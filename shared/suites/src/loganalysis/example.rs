@@ -27,6 +27,9 @@ pub struct LogExample {
     pub config: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// People's scores of the judge dimensions, when the suite names a column of them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub human: crate::evaluate::HumanLabels,
 }
 
 /// Loads scenario files referenced by relative path (relative to the dataset's directory) once
@@ -122,6 +125,7 @@ fn parse_with(
         output,
         config,
         model,
+        human: Default::default(),
     })
 }
 

@@ -20,6 +20,9 @@ pub struct RagExample {
     /// `None` when the record carries no trace; metrics then evaluate an empty trace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace: Option<Trace>,
+    /// People's scores of the judge dimensions, when the suite names a column of them.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub human: crate::evaluate::HumanLabels,
 }
 
 /// Gold evidence; lists are sets (order and repeats are irrelevant to every metric).

@@ -44,6 +44,7 @@ pub fn parse_example(value: &Value) -> Result<RagExample, String> {
         gold,
         metadata,
         trace,
+        human: Default::default(),
     })
 }
 

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use evalfleet_model::suite::{CompareOptions, Dimension, Grouping, RunGates, SuiteKind};
@@ -35,6 +36,9 @@ pub struct SuiteFile {
     pub checks: Option<Vec<CheckSpec>>,
     /// The system under test, when the suite names one (`--target` overrides it).
     pub target: Option<Target>,
+    /// Built-in suites: dimension → the record field holding people's scores of it (a custom
+    /// suite writes `human:` on the dimension instead).
+    pub human_labels: Option<BTreeMap<String, String>>,
 }
 
 /// A gate as a suite file gives it: a new gate needs metric, op and threshold; naming an
@@ -103,12 +107,19 @@ impl SuiteFile {
             }
             None => base.as_ref().and_then(|b| b.target.clone()),
         };
+        let inherited_labels = base
+            .as_ref()
+            .map(|b| b.human_labels.clone())
+            .unwrap_or_default();
         let inherited_custom = base.as_ref().and_then(|b| b.custom.clone());
         let inherited = base.map(|b| b.gates).unwrap_or_default();
         let gates = merge_gates(inherited, self.gates.unwrap_or_default())?;
         if kind == SuiteKind::Custom {
             if own_dimensions {
                 return Err("'dimensions' is for built-in suites: a custom suite lists its dimensions under judge.dimensions".to_owned());
+            }
+            if self.human_labels.is_some() {
+                return Err("'human_labels' is for built-in suites: a custom suite names the column on its dimension, as judge.dimensions[].human".to_owned());
             }
             let custom = custom_suite(
                 inherited_custom.as_ref().map(|c| c.spec()),
@@ -135,6 +146,7 @@ impl SuiteFile {
                 run_gates: run_gates.unwrap_or_default(),
                 compare,
                 rag,
+                human_labels: custom.human_labels(),
                 custom: Some(Arc::new(custom)),
                 target,
             });
@@ -161,10 +173,12 @@ impl SuiteFile {
                 ));
             }
         }
+        let human_labels = human_labels(&dimensions, inherited_labels, self.human_labels)?;
         finish(Suite {
             name,
             kind,
             description: description.unwrap_or_default(),
+            human_labels,
             dimensions,
             gates,
             group_by: group_by.ok_or_else(|| missing("group_by"))?,
@@ -202,10 +216,60 @@ fn finish(suite: Suite) -> Result<Suite, String> {
             "compare.max_drop.{name} is {d}: it must be a number ≥ 0"
         ));
     }
+    if let Some(k) = rg.min_human_kappa {
+        if !(-1.0..=1.0).contains(&k) {
+            return Err(format!("run_gates.min_human_kappa {k} is not in [-1, 1]"));
+        }
+        if suite.human_labels.is_empty() {
+            return Err("run_gates.min_human_kappa needs a dimension with human labels: 'human_labels: {dimension: field}' (or 'human: FIELD' on a custom suite's dimension)".to_owned());
+        }
+    }
+    if let Some(w) = rg.min_win_rate {
+        if !(0.0..=1.0).contains(&w) {
+            return Err(format!("run_gates.min_win_rate {w} is not in [0, 1]"));
+        }
+        let pairwise = suite
+            .custom
+            .as_deref()
+            .is_some_and(|c| c.pairwise_dimensions().next().is_some());
+        if !pairwise {
+            return Err("run_gates.min_win_rate needs a pairwise dimension: 'pairwise: {against: FIELD}' on a custom suite's judge dimension".to_owned());
+        }
+    }
     if suite.rag.top_k == 0 {
         return Err("rag.top_k must be at least 1".to_owned());
     }
     Ok(suite)
+}
+
+/// A built-in suite's human labels: the parent's, for the dimensions the suite still has,
+/// with the file's own `human_labels` over them; each must name a dimension and a field.
+fn human_labels(
+    dimensions: &[Dimension],
+    inherited: BTreeMap<String, String>,
+    own: Option<BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, String> {
+    let is_dim = |name: &str| dimensions.iter().any(|d| d.name == name);
+    let mut labels: BTreeMap<String, String> =
+        inherited.into_iter().filter(|(d, _)| is_dim(d)).collect();
+    for (dim, field) in own.unwrap_or_default() {
+        if !is_dim(&dim) {
+            let names: Vec<&str> = dimensions.iter().map(|d| d.name.as_str()).collect();
+            return Err(format!(
+                "human_labels: '{dim}' is not a judge dimension of this suite (it has: {})",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        }
+        if field.trim().is_empty() || field.split('.').any(|s| s.trim().is_empty()) {
+            return Err(format!("human_labels.{dim}: '{field}' is not a field name"));
+        }
+        labels.insert(dim, field);
+    }
+    Ok(labels)
 }
 
 /// A custom suite from its own sections and, when it extends another custom suite, the

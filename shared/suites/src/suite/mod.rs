@@ -9,6 +9,7 @@
 
 mod file;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -44,6 +45,11 @@ pub struct Suite {
     /// The suite's own system under test (`target:` in its file), as the file wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<evalfleet_config::Target>,
+    /// Dimension → the record field (path) holding people's scores of it on its rubric scale:
+    /// `human_labels` of a suite extending a built-in one, `human:` of a custom suite's
+    /// dimension. The report measures the judge against them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub human_labels: BTreeMap<String, String>,
 }
 
 /// The YAML of a built-in suite, compiled in.
@@ -194,6 +200,12 @@ impl Suite {
             cells,
             ..ReadOptions::default()
         }
+    }
+
+    /// Whether some checks of the suite are code scorers (`command`, `http`): its examples
+    /// then wait on other processes, as live judges' do on the network.
+    pub fn has_scorers(&self) -> bool {
+        self.custom.as_ref().is_some_and(|c| c.external().len() > 0)
     }
 
     pub fn dimension(&self, name: &str) -> Option<&Dimension> {

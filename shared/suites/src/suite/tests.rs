@@ -153,3 +153,101 @@ fn compare_section_rejects_unknown_keys_and_negative_drops() {
     .to_string();
     assert!(err.contains("compare.max_drop.relevance is -1"), "{err}");
 }
+
+#[test]
+fn human_labels_extend_a_built_in_suite_and_errors_name_the_key() {
+    let s = Suite::from_yaml(
+        "extends: support-judge\nhuman_labels: {relevance: human_relevance, tone: labels.tone}\nrun_gates: {min_human_kappa: 0.6}\n",
+        "h.yaml",
+    )
+    .unwrap();
+    assert_eq!(s.human_labels["relevance"], "human_relevance");
+    assert_eq!(s.human_labels["tone"], "labels.tone");
+    assert_eq!(s.run_gates.min_human_kappa, Some(0.6));
+    let err = |text: &str| Suite::from_yaml(text, "h.yaml").unwrap_err().to_string();
+    assert!(
+        err("extends: support-judge\nhuman_labels: {relevence: h}\n").contains(
+            "human_labels: 'relevence' is not a judge dimension of this suite (it has: relevance, tone)"
+        ),
+        "a typo names the dimensions"
+    );
+    assert!(err("extends: support-judge\nhuman_labels: {tone: ''}\n")
+        .contains("human_labels.tone: '' is not a field name"));
+    assert!(
+        err("extends: support-judge\nrun_gates: {min_human_kappa: 0.5}\n")
+            .contains("run_gates.min_human_kappa needs a dimension with human labels")
+    );
+    assert!(err(
+        "extends: support-judge\nhuman_labels: {tone: t}\nrun_gates: {min_human_kappa: 1.5}\n"
+    )
+    .contains("run_gates.min_human_kappa 1.5 is not in [-1, 1]"));
+    assert!(err("extends: log-analysis\nhuman_labels: {tone: t}\n")
+        .contains("'tone' is not a judge dimension of this suite (it has: none)"));
+}
+
+#[test]
+fn a_custom_dimension_names_its_human_column_and_errors_name_the_key() {
+    let suite = |human: &str, template: &str| {
+        format!(
+            "kind: custom\nrecord:\n  fields:\n    answer: {{type: string, required: true}}\n    h: {{type: number, path: labels.h}}\n    flag: {{type: bool}}\njudge:\n  dimensions:\n    - name: quality\n      scale: {{min: 1, max: 5}}\n      rubric: r\n      template: \"{template}\"\n      human: {human}\n"
+        )
+    };
+    let s = Suite::from_yaml(&suite("h", "{{ answer }}"), "c.yaml").unwrap();
+    assert_eq!(s.human_labels["quality"], "labels.h", "the field's path");
+    let err = |text: &str| Suite::from_yaml(text, "c.yaml").unwrap_err().to_string();
+    assert!(err(&suite("nope", "{{ answer }}"))
+        .contains("judge dimension 'quality': human: 'nope' is not a field in record.fields"));
+    assert!(err(&suite("flag", "{{ answer }}"))
+        .contains("judge dimension 'quality': human: 'flag' is a field of type a boolean"));
+    assert!(err(&suite("h", "{{ answer }} {{ h }}")).contains(
+        "'h' is in the dimension's template, which would show the judge the people's score"
+    ));
+    let labelled = format!(
+        "{}human_labels: {{quality: h}}\n",
+        suite("h", "{{ answer }}")
+    );
+    assert!(err(&labelled).contains("'human_labels' is for built-in suites"));
+}
+
+#[test]
+fn a_record_with_a_bad_human_label_is_skipped_after_its_own_fields() {
+    let suite = Suite::from_yaml(
+        "extends: support-judge\nhuman_labels: {tone: human_tone}\n",
+        "h.yaml",
+    )
+    .unwrap();
+    let mut ev = crate::evaluate::Evaluator::new(
+        std::sync::Arc::new(suite),
+        evalfleet_model::routing::ProviderRules::default(),
+        None,
+    );
+    let rec = |extra: serde_json::Value| {
+        let mut v = serde_json::json!({"id": "a", "ticket": "t", "response": "r", "model": "gpt-4o", "prompt_version": "v1"});
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let ok = ev
+        .parse(&rec(serde_json::json!({"human_tone": "4"})))
+        .unwrap();
+    assert_eq!(ok.human().get("tone"), Some(&4.0));
+    let wire = serde_json::to_value(&ok).unwrap();
+    assert_eq!(wire["support"]["human"], serde_json::json!({"tone": 4.0}));
+    assert!(ev
+        .parse(&rec(serde_json::json!({})))
+        .unwrap()
+        .human()
+        .is_empty());
+    assert_eq!(
+        ev.parse(&rec(serde_json::json!({"human_tone": 9})))
+            .unwrap_err(),
+        "'human_tone' must be a whole number from 1 to 5 (the human score of 'tone')"
+    );
+    assert_eq!(
+        ev.parse(&rec(serde_json::json!({"human_tone": 9, "ticket": 1})))
+            .unwrap_err(),
+        "'ticket' must be a string",
+        "the suite's own reasons come first"
+    );
+}

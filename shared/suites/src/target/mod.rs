@@ -20,7 +20,7 @@ use evalfleet_config::Target;
 use crate::loganalysis::ScenarioRef;
 
 pub use complete::{fill, Completed, Reply};
-pub use request::{secrets_of, ChatCall, HttpCall, Secrets};
+pub use request::{expand_vars, secrets_of, vars_in, ChatCall, HttpCall, Secrets};
 
 /// A record waiting for the run's target to fill its outputs: the message a target run's
 /// producer publishes, completed and validated by the worker.
@@ -64,7 +64,7 @@ impl TargetPlan {
     /// in a record is never taken for a variable; [`Secrets::Keep`] leaves it as it is (for a
     /// process that only checks records).
     pub fn compile(target: Target, secrets: Secrets<'_>) -> Result<TargetPlan, String> {
-        let mut env = Environment::new();
+        let mut env = crate::bounded::environment();
         // Requests are plain text and JSON: never HTML-escape.
         env.set_auto_escape_callback(|_| AutoEscape::None);
         // A variable the record lacks is an error, never a blank in a million prompts.
@@ -132,8 +132,7 @@ impl TargetPlan {
             .env
             .get_template(key)
             .map_err(|e| format!("target {}: {key}: {e}", self.name()))?;
-        template
-            .render(record)
+        crate::bounded::render(&template, record)
             .map_err(|e| format!("target {}: {key}: {e}", self.name()))
     }
 }

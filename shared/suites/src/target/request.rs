@@ -126,17 +126,53 @@ impl TargetPlan {
 
 /// The `${VAR}` names a target reads from the environment, for a check at start.
 pub fn secrets_of(target: &Target) -> Vec<String> {
-    let mut names = Vec::new();
+    let mut names: Vec<String> = Vec::new();
     for (_, text) in super::templates_of(target) {
-        let mut rest = text.as_str();
-        while let Some((name, after)) = next_var(rest) {
+        for name in vars_in(&text) {
             if !names.iter().any(|n| n == name) {
                 names.push(name.to_owned());
             }
-            rest = after;
         }
     }
     names
+}
+
+/// The `${VAR}` names in `text`, in order of appearance, each once. A `${...}` whose name is
+/// not letters, digits and `_` is left as text. The one rule for every `${VAR}` evalfleet
+/// reads: http targets' url, headers and body, and http scorers' url and headers.
+pub fn vars_in(text: &str) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    let mut rest = text;
+    while let Some((name, after)) = next_var(rest) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+        rest = after;
+    }
+    names
+}
+
+/// `text` with each `${VAR}` replaced by its value, as plain text; Err names the first
+/// variable `lookup` does not know.
+pub fn expand_vars(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    replace_vars(text, |name| lookup(name).ok_or_else(|| name.to_owned()))
+}
+
+/// `text` with each `${VAR}` replaced by what `value` makes of its name.
+fn replace_vars(
+    text: &str,
+    mut value: impl FnMut(&str) -> Result<String, String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((name, after)) = next_var(rest) {
+        let at = rest.len() - after.len() - name.len() - 3;
+        out.push_str(&rest[..at]);
+        out.push_str(&value(name)?);
+        rest = after;
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 /// The next `${NAME}` in `text`: its name and the text after it.
@@ -159,18 +195,9 @@ pub(super) fn resolve_secrets(text: &str, secrets: &Secrets<'_>) -> Result<Strin
     let Secrets::Resolve(lookup) = secrets else {
         return Ok(text.to_owned());
     };
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some((name, after)) = next_var(rest) {
-        let at = rest.len() - after.len() - name.len() - 3;
-        out.push_str(&rest[..at]);
+    replace_vars(text, |name| {
         let value = lookup(name).ok_or_else(|| name.to_owned())?;
         // A JSON string is a valid minijinja string literal: the value stays literal text.
-        out.push_str("{{ ");
-        out.push_str(&Value::String(value).to_string());
-        out.push_str(" }}");
-        rest = after;
-    }
-    out.push_str(rest);
-    Ok(out)
+        Ok(format!("{{{{ {} }}}}", Value::String(value)))
+    })
 }

@@ -84,7 +84,12 @@ impl LiveJudge {
                     }
                 };
                 let question = format!("{}-{t}-{j}", tally.key);
-                let asked = self.ask(rt, task, &own, &question).await.map(|asked| {
+                let asked = if task.is_pairwise() {
+                    self.ask_pairwise(rt, task, &own, &question).await
+                } else {
+                    self.ask(rt, task, &own, &question).await
+                };
+                let asked = asked.map(|asked| {
                     let judge = JudgeId {
                         provider: rt.name.clone(),
                         model: rt.model.clone(),
@@ -120,10 +125,12 @@ impl LiveJudge {
                 .iter()
                 .zip(verdicts)
                 .map(|(task, verdicts)| {
-                    (
-                        task.dimension.name.clone(),
-                        combine(task.dimension, verdicts),
-                    )
+                    let score = if task.is_pairwise() {
+                        super::pairwise::combine(verdicts)
+                    } else {
+                        combine(task.dimension, verdicts)
+                    };
+                    (task.dimension.name.clone(), score)
                 })
                 .collect(),
         ))
@@ -187,7 +194,7 @@ impl LiveJudge {
 
     /// One judge question, live or through the provider's batches; returns the reply text.
     /// `id` names the question (the example, dimension, judge, and first ask or re-ask).
-    async fn call(
+    pub(super) async fn call(
         &self,
         rt: &ProviderRuntime,
         prompt: &Prompt,

@@ -15,6 +15,7 @@
 mod ask;
 mod batched;
 mod call;
+mod pairwise;
 mod panel;
 
 use std::collections::BTreeMap;

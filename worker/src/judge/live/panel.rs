@@ -13,6 +13,13 @@ pub(super) enum Asked {
         cached: bool,
     },
     Unscored(String),
+    /// A pairwise dimension's two verdicts: the judged answer in position A, then in B.
+    Pairwise {
+        first: evalfleet_model::pairwise::Pick,
+        swapped: evalfleet_model::pairwise::Pick,
+        reasoning: String,
+        cached: bool,
+    },
 }
 
 /// The dimension's score from its judges' verdicts: the single verdict, or with a panel the
@@ -37,6 +44,9 @@ pub(super) fn combine(dim: &Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score
                 ..Score::scored(reported(score), reasoning, judge)
             },
             Asked::Unscored(reason) => Score::unscored(judge, reason),
+            Asked::Pairwise { .. } => {
+                Score::unscored(judge, "a pairwise reply to a scored question".into())
+            }
         };
     }
     let panel: Vec<PanelVerdict> = verdicts
@@ -53,6 +63,11 @@ pub(super) fn combine(dim: &Dimension, verdicts: Vec<(JudgeId, Asked)>) -> Score
                 judge: judge.clone(),
                 score: None,
                 reasoning: reason.clone(),
+            },
+            Asked::Pairwise { .. } => PanelVerdict {
+                judge: judge.clone(),
+                score: None,
+                reasoning: "a pairwise reply to a scored question".into(),
             },
         })
         .collect();

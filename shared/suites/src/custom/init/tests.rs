@@ -496,7 +496,7 @@ fn a_json_sample_renders_a_suite_that_loads() {
         .parse(&records[0], &rules(), &suite.group_by)
         .unwrap();
     assert_eq!(e.provider.as_deref(), Some("anthropic"));
-    assert_eq!(custom.check_metrics(&e).0.len(), 2);
+    assert_eq!(custom.check_metrics(&e, &Default::default()).0 .0.len(), 2);
 }
 
 #[test]
