@@ -84,12 +84,7 @@ impl ChatTarget {
         record: &Map<String, Value>,
         model: Option<&str>,
     ) -> Result<ChatCall, TargetFailure> {
-        self.plan
-            .chat(record, model)
-            .map_err(|reason| TargetFailure::Request {
-                target: self.plan.name().to_owned(),
-                reason,
-            })
+        self.plan.chat(record, model).map_err(TargetFailure::Render)
     }
 
     /// The provider request of `call`.

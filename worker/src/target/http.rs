@@ -52,6 +52,10 @@ pub enum TargetFailure {
     },
     #[error("target {target}: {reason}")]
     Request { target: String, reason: String },
+    /// The request could not be built from the record (a template failed, or a `${VAR}` is not
+    /// allowed): the reason already names the target.
+    #[error("{0}")]
+    Render(String),
     /// A chat target's generation through its provider's batches failed for good.
     #[error("target {target}: {reason} (batch, after {attempts} attempts)")]
     Batch {
@@ -98,13 +102,7 @@ impl HttpTarget {
     /// Asks the target for `record`.
     pub async fn call(&self, record: &Map<String, Value>) -> Result<Called, TargetFailure> {
         let name = self.plan.name().to_owned();
-        let request = self
-            .plan
-            .http(record)
-            .map_err(|reason| TargetFailure::Request {
-                target: name.clone(),
-                reason,
-            })?;
+        let request = self.plan.http(record).map_err(TargetFailure::Render)?;
         if let Some(policy) = &self.hosts {
             // The URL may hold a secret: only its host is told.
             let url = reqwest::Url::parse(&request.url).map_err(|_| TargetFailure::Request {
