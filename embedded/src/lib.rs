@@ -17,6 +17,7 @@ use evalfleet_dataset::ReadOptions;
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_producer::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
 use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_suites::custom::BaselineSource;
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::suite::Suite;
 use evalfleet_worker::scorer::Scorers;
@@ -33,6 +34,8 @@ pub struct EmbeddedRun<'a> {
     pub judge: Judge,
     /// A target run: the outputs come from this target.
     pub target: Option<RunTarget>,
+    /// A pairwise suite comparing with a baseline run: each item's baseline answers.
+    pub baseline: Option<Arc<dyn BaselineSource>>,
     /// The suite's code scorers (`Scorers::none()` when it has none).
     pub scorers: Scorers,
     pub concurrency: usize,
@@ -77,6 +80,9 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
     ));
     if let Some(target) = &run.target {
         validator = validator.with_target(target.plan());
+    }
+    if let Some(baseline) = run.baseline {
+        validator = validator.with_baseline(baseline);
     }
     // Offline judges are CPU-bound: hand work over in chunks to save thread wake-ups. A live
     // judge's examples go one by one, so one slow call never holds other examples back.
@@ -153,6 +159,7 @@ mod tests {
             rules: ProviderRules::default(),
             judge,
             target: None,
+            baseline: None,
             scorers: Scorers::none(),
             concurrency: 2,
             progress: Arc::new(Progress::default()),

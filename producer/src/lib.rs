@@ -5,6 +5,7 @@
 //! and messages name it by digest. Reading and validation run on their own thread
 //! (blocking file I/O) and hand records over a bounded channel, so memory stays flat.
 
+pub mod baseline;
 pub mod ops;
 pub mod submit;
 

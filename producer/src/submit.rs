@@ -10,6 +10,7 @@ use evalfleet_contract::queue::WorkQueue;
 use evalfleet_contract::registry::{RunMeta, RunRegistry, RunStatus};
 use evalfleet_contract::store::{ResultStore, StoreError};
 use evalfleet_dataset::Format;
+use evalfleet_suites::custom::BaselineSource;
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::spec::RunSpec;
 use evalfleet_suites::target::{Secrets, TargetPlan};
@@ -46,6 +47,9 @@ pub struct SubmitRequest {
     pub max_queued: Option<u64>,
     /// `max_record_bytes`: a longer record is skipped, never read whole.
     pub max_record: usize,
+    /// A pairwise suite comparing with a baseline run: each item's baseline answers, sent with
+    /// its message.
+    pub baseline: Option<Arc<dyn BaselineSource>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +112,9 @@ where
         let plan =
             TargetPlan::compile(target.clone(), Secrets::Keep).map_err(SubmitError::Target)?;
         validator = validator.with_target(Arc::new(plan));
+    }
+    if let Some(baseline) = &req.baseline {
+        validator = validator.with_baseline(baseline.clone());
     }
     let published_through = if resumed {
         store.published_through(&req.run_id).await?

@@ -1,12 +1,19 @@
 //! `evalfleet compare BASE NEW`: the paired comparison of two reports ([`evalfleet_compare`]),
 //! its output files and its exit code; `run --baseline` and `submit --wait --baseline` reuse it.
+//! A pairwise suite that compares with a baseline run's answers finds them here too
+//! ([`baseline_answers`]).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 use evalfleet_compare::{Comparison, Options};
+use evalfleet_config::Config;
+use evalfleet_producer::baseline::{BaselineError, BaselineIndex};
+use evalfleet_suites::custom::BaselineSource;
+use evalfleet_suites::suite::Suite;
 
-use crate::exit::Exit;
+use crate::exit::{BadInput, Exit};
 
 #[derive(Args)]
 pub struct CompareArgs {
@@ -51,6 +58,44 @@ pub fn compare(args: CompareArgs, config: Option<&Path>) -> anyhow::Result<Exit>
         .out
         .unwrap_or_else(|| evalfleet_compare::default_out_dir(&config.reports_dir, &c));
     report(&c, &out)
+}
+
+/// The baseline run's answers of every item, when a pairwise dimension of `suite` compares
+/// with them (its `against` names the judged field): read from the `outputs.jsonl` of the run
+/// `--baseline` names (as BASE is given). None when the suite needs no baseline.
+pub fn baseline_answers(
+    suite: &Suite,
+    baseline: Option<&str>,
+    config: &Config,
+) -> anyhow::Result<Option<Arc<dyn BaselineSource>>> {
+    let Some(custom) = suite.custom.as_deref().filter(|_| suite.needs_baseline()) else {
+        return Ok(None);
+    };
+    let fields: Vec<&str> = custom.baseline_fields().collect();
+    let Some(baseline) = baseline else {
+        return Err(BadInput(format!(
+            "suite '{}' compares its '{}' with a baseline run's (a pairwise dimension's `against` is the judged field): name that run with --baseline RUN (a report directory, its report.json, or a run id in reports_dir)",
+            suite.name,
+            fields.join("', '")
+        ))
+        .into());
+    };
+    let report = evalfleet_compare::resolve(baseline, &config.reports_dir)?;
+    let index = BaselineIndex::for_report(&report, custom, config.max_record_bytes).map_err(
+        |e| -> anyhow::Error {
+            match e {
+                BaselineError::Spill(_) => e.into(),
+                _ => BadInput(format!("--baseline {baseline}: {e}")).into(),
+            }
+        },
+    )?;
+    eprintln!(
+        "baseline: {} items' '{}' from {}",
+        index.len(),
+        fields.join("', '"),
+        report.parent().unwrap_or(Path::new(".")).display()
+    );
+    Ok(Some(Arc::new(index)))
 }
 
 /// Compares `baseline` (as BASE is given) with the report just written at `new`, writes the

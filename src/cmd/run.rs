@@ -15,6 +15,7 @@ use evalfleet_embedded::{run_embedded, EmbeddedRun, Finished};
 use evalfleet_model::run_id::RunId;
 use evalfleet_producer::Progress;
 use evalfleet_report::{ReportInput, RunInfo};
+use evalfleet_suites::custom::BaselineSource;
 use evalfleet_suites::suite::Suite;
 use evalfleet_worker::judge::cache::InMemoryCache;
 use evalfleet_worker::scorer::{ScorerPolicy, Scorers};
@@ -57,7 +58,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub metrics_addr: Option<std::net::SocketAddr>,
     /// After the report, compare it with this baseline (a report.json, a report directory or a
-    /// run id in reports_dir) into <out>/compare/, and fail (exit 1) on a regression too.
+    /// run id in reports_dir) into <out>/compare/, and fail (exit 1) on a regression too. A
+    /// pairwise dimension whose `against` is the judged field compares each answer with this
+    /// run's answer of the same item (its outputs.jsonl).
     #[arg(long)]
     pub baseline: Option<String>,
     #[command(flatten)]
@@ -82,6 +85,7 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .clone()
         .map_or_else(new_run_id, RunId::into_string);
     let found = args.target.found(&config, &suite)?;
+    let baseline = super::compare::baseline_answers(&suite, args.baseline.as_deref(), &config)?;
     // What the process's judges and targets share: one cache (verdicts and replies, as the
     // fleet's Redis) and one `RateLimit` per limit.
     let parts = LiveParts::new(Arc::new(InMemoryCache::default()));
@@ -95,7 +99,15 @@ pub fn run(args: RunArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
             .out
             .clone()
             .unwrap_or_else(|| config.reports_dir.join(&run_id));
-        let own = run_one(&args, &config, suite, target, &parts, &run_id, &out)?;
+        let own = run_one(
+            &args,
+            &config,
+            suite,
+            (target, baseline),
+            &parts,
+            &run_id,
+            &out,
+        )?;
         return match &args.baseline {
             Some(baseline) => {
                 let compared = super::compare::against_baseline(
@@ -150,7 +162,7 @@ fn several_targets(
             args,
             config,
             suite.clone(),
-            Some(target),
+            (Some(target), None),
             parts,
             &id,
             &out,
@@ -174,12 +186,16 @@ fn several_targets(
     Ok(exit)
 }
 
-/// One run of the dataset (with `target`, when given) into `out`; its exit by the run gates.
+/// The answers a run compares with, when its suite is pairwise against a baseline run.
+type Baseline = Option<Arc<dyn BaselineSource>>;
+
+/// One run of the dataset (with `target`, when given; with a `baseline`'s answers, when its
+/// suite compares with them) into `out`; its exit by the run gates.
 fn run_one(
     args: &RunArgs,
     config: &Config,
     suite: Suite,
-    target: Option<RunTarget>,
+    (target, baseline): (Option<RunTarget>, Baseline),
     parts: &LiveParts,
     run_id: &str,
     out: &Path,
@@ -233,6 +249,7 @@ fn run_one(
             rules: config.model_prefixes.clone(),
             judge,
             target,
+            baseline,
             scorers,
             concurrency,
             progress: read.clone(),

@@ -451,6 +451,7 @@ mod tests {
                     .clone(),
                 scenario: None,
                 replaced: Vec::new(),
+                baseline: Default::default(),
             }),
             ..pending
         };

@@ -12,6 +12,7 @@ use evalfleet_fleet::redis::{RedisStore, RunStatus};
 use evalfleet_model::run_id::RunId;
 use evalfleet_producer::submit::{submit, SubmitRequest};
 use evalfleet_producer::Progress;
+use evalfleet_suites::custom::BaselineSource;
 use evalfleet_suites::spec::RunSpec;
 
 use evalfleet_config::Config;
@@ -48,8 +49,10 @@ pub struct SubmitArgs {
     pub estimate: bool,
     /// With --wait: compare the finished report with this baseline (a report.json, a report
     /// directory or a run id in reports_dir) into <reports_dir>/compare-<baseline>-<run>/, and
-    /// fail (exit 1) on a regression too.
-    #[arg(long, requires = "wait")]
+    /// fail (exit 1) on a regression too. A pairwise dimension whose `against` is the judged
+    /// field compares each answer with this run's answer of the same item (its outputs.jsonl),
+    /// with or without --wait.
+    #[arg(long)]
     pub baseline: Option<String>,
     #[command(flatten)]
     pub gate: crate::cmd::compare::GateArgs,
@@ -75,6 +78,14 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
         .clone()
         .map_or_else(crate::cmd::run::new_run_id, RunId::into_string);
     let runs = runs_of(&args, &config, &suite, &run_id)?;
+    let baseline =
+        crate::cmd::compare::baseline_answers(&suite, args.baseline.as_deref(), &config)?;
+    if args.baseline.is_some() && baseline.is_none() && !args.wait {
+        return Err(BadInput(
+            "--baseline without --wait: the run is compared with its baseline once its report is written, which only --wait waits for".into(),
+        )
+        .into());
+    }
     super::runtime()?.block_on(async {
         let store = args.endpoints.connect_redis(&config).await?;
         let queue = args.endpoints.connect_amqp(&config, 1).await?;
@@ -89,7 +100,8 @@ pub fn run(args: SubmitArgs, config: Option<&Path>) -> anyhow::Result<Exit> {
                 target_model: target.as_ref().and_then(|f| f.choice.model.clone()),
             };
             let limits = (config.fleet.max_queued, config.max_record_bytes);
-            submit_one(&args, id, spec, limits, &queue, &store).await?;
+            let send = (spec, baseline.clone());
+            submit_one(&args, id, send, limits, &queue, &store).await?;
         }
         if !args.wait {
             return Ok(Exit::Success);
@@ -158,7 +170,7 @@ fn runs_of(
 async fn submit_one(
     args: &SubmitArgs,
     run_id: &str,
-    spec: RunSpec,
+    (spec, baseline): (RunSpec, Option<Arc<dyn BaselineSource>>),
     (max_queued, max_record): (u64, usize),
     queue: &AmqpQueue,
     store: &RedisStore,
@@ -186,6 +198,7 @@ async fn submit_one(
         spec,
         max_queued: Some(max_queued).filter(|m| *m > 0),
         max_record,
+        baseline,
     };
     let outcome = submit(&req, queue, store, progress.clone()).await;
     mirror.abort();

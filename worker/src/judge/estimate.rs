@@ -147,7 +147,7 @@ pub fn add_example(
     for task in judge_tasks(suite, example) {
         // A pairwise dimension asks two questions (positions swapped), each of the same size.
         let (p, questions) = if task.is_pairwise() {
-            match super::pairwise::prompts(&task) {
+            match super::pairwise::estimated_prompts(&task) {
                 Ok([first, _]) => (first, 2),
                 Err(_) => continue,
             }

@@ -24,13 +24,28 @@ const DEFAULT_ROLE: &str = "You are an impartial evaluation judge.";
 /// The two prompts of a pairwise task: the judged answer in position A, then in position B.
 /// Err: the other answer is missing (the dimension is then unscored), or a template failed.
 pub fn prompts(task: &JudgeTask<'_>) -> Result<[Prompt; 2], PairwiseProblem> {
+    build(task, false)
+}
+
+/// The prompts `--estimate` sizes: as [`prompts`], but an item without the other answer is
+/// sized with its own answer in both places — `--estimate` does not read a baseline run's
+/// answers, which are about as long — so the estimate errs high, never low.
+pub fn estimated_prompts(task: &JudgeTask<'_>) -> Result<[Prompt; 2], PairwiseProblem> {
+    build(task, true)
+}
+
+fn build(task: &JudgeTask<'_>, stand_in: bool) -> Result<[Prompt; 2], PairwiseProblem> {
     let custom = task
         .custom
         .ok_or_else(|| PairwiseProblem::Broken("not a custom dimension".into()))?;
     let (judged, against) = custom
         .pair()
         .ok_or_else(|| PairwiseProblem::Broken("not a pairwise dimension".into()))?;
-    let against = against.map_err(PairwiseProblem::Missing)?;
+    let against = match against {
+        Ok(against) => against,
+        Err(_) if stand_in => judged.clone(),
+        Err(reason) => return Err(PairwiseProblem::Missing(reason)),
+    };
     let role = custom.suite.system().unwrap_or(DEFAULT_ROLE);
     let mut out = Vec::with_capacity(2);
     for (first, second) in [(&judged, &against), (&against, &judged)] {

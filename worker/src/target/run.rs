@@ -409,6 +409,7 @@ mod tests {
             record,
             scenario: None,
             replaced: Vec::new(),
+            baseline: Default::default(),
         }
     }
 

@@ -332,7 +332,7 @@ impl ItemsCache {
         let started = Instant::now();
         let end = q.offset + q.limit as u64;
         let Some((positions, seen, complete)) =
-            scan::sorted_pruned(table, path, filter, column, desc, end as usize)?
+            scan::sorted_pruned(table, path, filter, (column, desc), end as usize, false)?
         else {
             return Ok(None);
         };
@@ -494,8 +494,19 @@ impl ItemsCache {
                         ),
                     ));
                 }
+                // The last `k` rows, by the row groups that can hold them when the
+                // statistics tell, else by a scan of the column.
                 let k = (t - q.offset) as usize;
-                scan::sorted(table, path, filter, name, *desc, k, true)?
+                match scan::sorted_pruned(table, path, filter, (name, *desc), k, true)? {
+                    Some((positions, _, _)) => Ranked {
+                        total: t,
+                        segments: vec![Segment {
+                            start: t - positions.len() as u64,
+                            positions,
+                        }],
+                    },
+                    None => scan::sorted(table, path, filter, name, *desc, k, true)?,
+                }
             }
         };
         let ranked = self.keep(file, &fkey, &okey, ranked);

@@ -332,37 +332,51 @@ pub(crate) fn sorted(
     })
 }
 
-/// The first `k` rows `filter` keeps ordered by the number column `column`, reading only the
-/// row groups whose best key (from the footer's statistics, [`bounds`]) could still enter the
-/// first `k`, best groups first: their positions in order, how many rows matched in the groups
-/// read, and whether every group was read (that count is then the result's count, else a lower
-/// bound). None when the column has no usable statistics: [`sorted`] scans then.
+/// The first `k` rows `filter` keeps ordered by the number column `column` (with `flip`, the
+/// last `k`), reading only the row groups whose best key (from the footer's statistics,
+/// [`bounds`]) could still enter them, best groups first: their positions in the page's order,
+/// how many rows matched in the groups read, and whether every group was read (that count is
+/// then the result's count, else a lower bound). None when the column has no usable
+/// statistics: [`sorted`] scans then.
 pub(crate) fn sorted_pruned(
     table: &Table,
     path: &Path,
     filter: &Filter,
-    column: &str,
-    desc: bool,
+    (column, desc): (&str, bool),
     k: usize,
+    flip: bool,
 ) -> Result<Option<(Vec<u32>, u64, bool)>, ItemsError> {
-    let Some(bounds) = bounds::bounds(table, column, desc) else {
+    let Some(bounds) = bounds::bounds(table, column, desc, flip) else {
         return Ok(None);
     };
     let key = |b: Bound| match b {
         Bound::Num(n) => KeyRef::Num(n),
         Bound::Nulls => KeyRef::Null,
     };
-    // Best bound first; a group's rows come after its first position.
-    let mut probe = TopK::new(bounds.len(), desc, false);
+    // A group's best position: its first row, or flipped (later rows first) its last.
+    let best_row = |g: usize| {
+        if flip {
+            table.starts[g + 1].saturating_sub(1) as u32
+        } else {
+            table.starts[g] as u32
+        }
+    };
+    // Best bound first. Group numbers order as their rows do, so they stand for the rows.
+    let mut probe = TopK::new(bounds.len(), desc, flip);
     for (g, b) in bounds.iter().enumerate() {
-        probe.offer(key(*b), g as u32);
+        if table.group_rows(g) > 0 {
+            probe.offer(key(*b), g as u32);
+        }
     }
-    let order = probe.into_positions();
-    let mut top = TopK::new(k, desc, false);
-    let (mut count, mut read) = (0u64, 0usize);
+    let mut order = probe.into_positions();
+    if flip {
+        // `into_positions` gives the page's order, where a flipped probe's best come last.
+        order.reverse();
+    }
+    let mut top = TopK::new(k, desc, flip);
+    let (mut count, mut read, groups) = (0u64, 0usize, order.len());
     for g in order.into_iter().map(|g| g as usize) {
-        let first = table.starts[g] as u32;
-        if !top.could_take(key(bounds[g]), first) {
+        if !top.could_take(key(bounds[g]), best_row(g)) {
             continue;
         }
         read += 1;
@@ -380,6 +394,6 @@ pub(crate) fn sorted_pruned(
             },
         )?;
     }
-    let all = read == bounds.len() || top.len() < k;
+    let all = read == groups || top.len() < k;
     Ok(Some((top.into_positions(), count, all)))
 }

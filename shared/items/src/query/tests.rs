@@ -473,3 +473,30 @@ fn facets_list_columns_tags_and_group_values() {
     assert!(facets.columns.contains(&"metric.f1".to_owned()));
     assert!(!facets.truncated);
 }
+
+#[test]
+fn pruning_by_statistics_finds_the_rows_a_full_scan_finds_at_both_ends() {
+    let dir = table();
+    let path = dir.path().join("items.parquet");
+    let table = table::Table::open(&path).unwrap();
+    assert!(table.starts.len() > 3, "several row groups");
+    for filter in ["", "status=ok", "tag=rude"] {
+        let f = filter::Filter::resolve(&params(filter), table.schema()).unwrap();
+        // latency_ms has nulls (the skipped rows): they come last, so first when flipped.
+        for column in ["latency_ms", "overall_score", "relevance.score"] {
+            for desc in [false, true] {
+                for k in [1, 100, 2500, 8200, 19_000] {
+                    for flip in [false, true] {
+                        let what = format!("{filter} {column} desc={desc} k={k} flip={flip}");
+                        let full = scan::sorted(&table, &path, &f, column, desc, k, flip).unwrap();
+                        let (pruned, _, _) =
+                            scan::sorted_pruned(&table, &path, &f, (column, desc), k, flip)
+                                .unwrap()
+                                .expect("statistics");
+                        assert_eq!(full.segments[0].positions, pruned, "{what}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -6,6 +6,7 @@
 //! spec in Redis carries it to every worker) and compiles again on deserialisation, so a worker
 //! never holds a custom suite whose templates or checks did not compile.
 
+mod baseline;
 pub mod checks;
 pub mod external;
 mod human;
@@ -20,6 +21,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+pub use baseline::{BaselineAnswers, BaselineSource};
 pub use checks::{Check, CheckSpec};
 pub use external::{ExternalCheck, ExternalScore, ExternalScores, Scorer, ScorerRequest};
 pub use record::{text_of, CustomExample};
@@ -273,10 +275,19 @@ impl CustomSuite {
             .as_ref()
             .map(text_of)
             .unwrap_or_default();
-        let against = e.values[pair.against]
-            .as_ref()
-            .map(text_of)
-            .ok_or_else(|| format!("the record has no '{}'", names[pair.against]));
+        let against = match pair.against {
+            pairwise::Against::Field(i) => e.values[i]
+                .as_ref()
+                .map(text_of)
+                .ok_or_else(|| format!("the record has no '{}'", names[i])),
+            pairwise::Against::Baseline => {
+                let name = names[pair.judged];
+                e.baseline
+                    .get(name)
+                    .map(|a| Cow::Borrowed(a.as_str()))
+                    .ok_or_else(|| format!("the baseline run has no '{name}' for this item"))
+            }
+        };
         Some((judged, against))
     }
 

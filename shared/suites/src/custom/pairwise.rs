@@ -3,6 +3,11 @@
 //! unscored items. A pairwise dimension judges exactly one field (the answer) against another
 //! answer; its template shows that one field, and the prompt puts the two answers in its
 //! place, each in its own tag (`<answer_a>`, `<answer_b>`), in one order and then the other.
+//!
+//! The other answer is another field of the record, or — when `against` names the judged field
+//! itself — the same field in a baseline run's outputs (`run --baseline RUN`): the producer
+//! finds each item's baseline answer by id and the example carries it
+//! ([`CustomExample::baseline`](super::CustomExample::baseline)).
 
 use super::record::RecordPlan;
 use super::spec::JudgeSpec;
@@ -15,7 +20,16 @@ pub(crate) struct Pair {
     /// The judged answer.
     pub(crate) judged: usize,
     /// The other answer.
-    pub(crate) against: usize,
+    pub(crate) against: Against,
+}
+
+/// Where a pairwise dimension's other answer comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Against {
+    /// Another declared field of the same record.
+    Field(usize),
+    /// The judged field as the baseline run answered it (`against` names the judged field).
+    Baseline,
 }
 
 /// Checks every pairwise dimension, gives each the tags of its two positions, and returns the
@@ -60,18 +74,16 @@ pub(crate) fn compile(
                 ));
             }
         };
-        if against == judged {
-            return Err(format!(
-                "{at}.against: '{}' is the judged field itself; comparing with a baseline run's outputs of it (`run --baseline`) is not supported yet: put the other system's answers in a record field and name that field",
-                spec.against
-            ));
-        }
-        if t.used.contains(&against) {
+        let against = if against == judged {
+            Against::Baseline
+        } else if t.used.contains(&against) {
             return Err(format!(
                 "{at}.against: '{}' is in the dimension's template; the prompt shows it in the judged answer's place, in both positions",
                 spec.against
             ));
-        }
+        } else {
+            Against::Field(against)
+        };
         let tag = delimit::tag_name(declared[judged]);
         t.tags = vec![format!("{tag}_a"), format!("{tag}_b")];
         pairs.push(Some(Pair { judged, against }));
@@ -116,6 +128,26 @@ judge:
     }
 
     #[test]
+    fn against_the_judged_field_itself_compares_with_the_baseline_run() {
+        let suite = load(
+            "    - name: better\n      pairwise: {against: answer}\n      judged: [answer]\n      rubric: r\n      template: \"Q: {{ question }}\\n{{ answer }}\"\n",
+        )
+        .expect("loads");
+        let custom = suite.custom.as_deref().unwrap();
+        assert_eq!(custom.baseline_fields().collect::<Vec<_>>(), ["answer"]);
+        assert_eq!(custom.tags(0), ["answer_a", "answer_b"]);
+        // A suite comparing with a field of the record needs no baseline run.
+        let field = load(
+            "    - name: better\n      pairwise: {against: other}\n      judged: [answer]\n      rubric: r\n      template: \"{{ answer }}\"\n",
+        )
+        .expect("loads");
+        assert_eq!(
+            field.custom.as_deref().unwrap().baseline_fields().count(),
+            0
+        );
+    }
+
+    #[test]
     fn bad_pairwise_dimensions_name_the_key() {
         let cases = [
             (
@@ -141,10 +173,6 @@ judge:
             (
                 "    - name: better\n      pairwise: {against: other}\n      human: rating\n      rubric: r\n      template: \"{{ answer }}\"\n",
                 "'human' scores one answer on a scale and does not apply to a pairwise dimension",
-            ),
-            (
-                "    - name: better\n      pairwise: {against: answer}\n      rubric: r\n      template: \"{{ answer }}\"\n",
-                "pairwise.against: 'answer' is the judged field itself; comparing with a baseline run's outputs of it (`run --baseline`) is not supported yet",
             ),
             (
                 "    - name: better\n      pairwise: {against: other, versus: x}\n      rubric: r\n      template: \"{{ answer }}\"\n",

@@ -29,6 +29,11 @@ pub struct CustomExample {
     /// People's scores of the judge dimensions, when the suite names a column of them.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub human: crate::evaluate::HumanLabels,
+    /// The baseline run's answers of this item, by judged field name, when a pairwise
+    /// dimension compares with a baseline run (`against` names the judged field). Attached by
+    /// the producer, which found them by id; absent when the baseline has no such item.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub baseline: super::BaselineAnswers,
 }
 
 /// The record plan, derived once from the spec: paths split, the routing field's index, and
@@ -107,6 +112,22 @@ impl RecordPlan {
         })
     }
 
+    /// A record's id, with the same reasons as validation.
+    pub(crate) fn id_of(&self, value: &Value) -> Result<String, String> {
+        let Value::Object(obj) = value else {
+            return Err("Item is not an object".to_owned());
+        };
+        self.id(obj)
+    }
+
+    /// Declared field `i` of a record, typed as validation types it (None: absent).
+    pub(crate) fn field_of(&self, value: &Value, i: usize) -> Result<Option<Value>, String> {
+        let Value::Object(obj) = value else {
+            return Err("Item is not an object".to_owned());
+        };
+        self.fields[i].read(obj)
+    }
+
     /// The index of a declared field.
     pub(crate) fn index_of(&self, name: &str) -> Option<usize> {
         self.fields.iter().position(|f| f.name == name)
@@ -182,6 +203,7 @@ impl RecordPlan {
             group,
             metadata,
             human: Default::default(),
+            baseline: Default::default(),
         })
     }
 

@@ -65,6 +65,15 @@ impl Work {
         }
     }
 
+    /// Gives the example (or the record its target completes) the baseline's answers.
+    fn set_baseline(&mut self, answers: crate::custom::BaselineAnswers) {
+        match self {
+            Work::Evaluate(Example::Custom(e)) => e.baseline = answers,
+            Work::Evaluate(_) => {}
+            Work::Generate(p) => p.baseline = answers,
+        }
+    }
+
     /// The log-analysis scenario this work names: the producer stores it once per run before
     /// the first message that names it, and a worker attaches it by digest.
     pub fn scenario(&self) -> Option<&ScenarioRef> {
@@ -387,7 +396,11 @@ impl Evaluator {
         pending: &PendingRecord,
     ) -> Result<Example, String> {
         if self.suite.kind != SuiteKind::LogAnalysis {
-            return self.parse(value);
+            let mut example = self.parse(value)?;
+            if let Example::Custom(e) = &mut example {
+                e.baseline = pending.baseline.clone();
+            }
+            return Ok(example);
         }
         let scenario = pending
             .scenario

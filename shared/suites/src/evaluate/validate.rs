@@ -16,6 +16,7 @@ use serde_json::Value;
 use std::sync::Arc;
 
 use super::{Evaluator, Work};
+use crate::custom::BaselineSource;
 use crate::target::TargetPlan;
 
 /// A record after validation.
@@ -42,6 +43,9 @@ pub struct Validator {
     /// record's scenario is loaded, which only this process can read), and the suite checks
     /// the record the target completes, in the worker.
     target: Option<Arc<TargetPlan>>,
+    /// A pairwise suite comparing with a baseline run: each valid example gets its item's
+    /// baseline answers, found by id.
+    baseline: Option<Arc<dyn BaselineSource>>,
     seen: HashSet<u128>,
 }
 
@@ -50,6 +54,7 @@ impl Validator {
         Validator {
             evaluator,
             target: None,
+            baseline: None,
             seen: HashSet::new(),
         }
     }
@@ -57,6 +62,12 @@ impl Validator {
     /// Records are the input of `target`.
     pub fn with_target(mut self, target: Arc<TargetPlan>) -> Self {
         self.target = Some(target);
+        self
+    }
+
+    /// Each valid example carries its item's answers from `baseline`.
+    pub fn with_baseline(mut self, baseline: Arc<dyn BaselineSource>) -> Self {
+        self.baseline = Some(baseline);
         self
     }
 
@@ -92,8 +103,13 @@ impl Validator {
                     .to_owned();
                 skipped(id, reason)
             }
-            Ok(work) => {
+            Ok(mut work) => {
                 if self.seen.insert(id_hash(work.id().trim())) {
+                    if let Some(baseline) = &self.baseline {
+                        if let Some(answers) = baseline.answers(work.id().trim()) {
+                            work.set_baseline(answers);
+                        }
+                    }
                     Checked::Valid {
                         ordinal,
                         position,

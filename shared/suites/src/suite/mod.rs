@@ -208,6 +208,14 @@ impl Suite {
         self.custom.as_ref().is_some_and(|c| c.external().len() > 0)
     }
 
+    /// Whether a pairwise dimension compares with a baseline run's answers (`against` names
+    /// the judged field): then the run needs `--baseline RUN`.
+    pub fn needs_baseline(&self) -> bool {
+        self.custom
+            .as_ref()
+            .is_some_and(|c| c.baseline_fields().next().is_some())
+    }
+
     pub fn dimension(&self, name: &str) -> Option<&Dimension> {
         self.dimensions.iter().find(|d| d.name == name)
     }

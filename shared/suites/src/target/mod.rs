@@ -34,6 +34,10 @@ pub struct PendingRecord {
     /// its `scenario` field as written (a path or an object), for `outputs.jsonl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioRef>,
+    /// The baseline run's answers of this item, for a pairwise dimension that compares with
+    /// them: found by the producer, given to the example the worker completes.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub baseline: crate::custom::BaselineAnswers,
     /// The fields the target fills that the record already holds (the target's outputs
     /// replace them): for the producer to say so once, never sent.
     #[serde(skip)]
@@ -124,6 +128,7 @@ impl TargetPlan {
                 .collect(),
             record: object.clone(),
             scenario: None,
+            baseline: Default::default(),
         })
     }
 

@@ -35,6 +35,7 @@ fn pending(record: Value) -> PendingRecord {
         record: record.as_object().unwrap().clone(),
         scenario: None,
         replaced: Vec::new(),
+        baseline: Default::default(),
     }
 }
 
