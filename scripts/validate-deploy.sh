@@ -221,6 +221,10 @@ if "--appendonly" not in s["redis"]["command"] or "yes" not in s["redis"]["comma
     problems.append("redis without AOF")
 if not s["rabbitmq"]["image"].startswith("rabbitmq:4") or "management" not in s["rabbitmq"]["image"]:
     problems.append("rabbitmq is not a 4.x management image")
+if not any(str(v).endswith("/etc/rabbitmq/conf.d/20-evalfleet.conf:ro") or
+           (isinstance(v, dict) and v.get("target") == "/etc/rabbitmq/conf.d/20-evalfleet.conf")
+           for v in s["rabbitmq"].get("volumes", [])):
+    problems.append("rabbitmq does not mount deploy/rabbitmq/20-evalfleet.conf (the Ra WAL size)")
 for name in ("rabbitmq", "redis"):
     if "healthcheck" not in s[name]:
         problems.append(f"{name} has no healthcheck")

@@ -6,10 +6,9 @@
 
 mod common;
 
-use std::collections::HashSet;
 use std::path::Path;
 
-use common::fake::{run_live_suite, FakeServer, LiveConfig};
+use common::fake::{run_live_suite, thorough, FakeServer, LiveConfig};
 use common::{check_consistent, items, root, run_suite, tempdir, u};
 use evalfleet_fake_provider::FakeProviderArgs;
 use serde_json::Value;
@@ -56,15 +55,6 @@ fn preferences(report: &Value) -> Vec<(String, String, bool)> {
             )
         })
         .collect()
-}
-
-/// The fake's rule, written out again: the answer with more distinct words of ≥ 3 characters.
-fn thorough(text: &str) -> usize {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect::<HashSet<_>>()
-        .len()
 }
 
 fn check_block(block: &Value, n: u64, wins: u64, ties: u64, losses: u64, followed: u64) {

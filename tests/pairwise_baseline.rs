@@ -9,11 +9,11 @@
 
 mod common;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::fake::targets::{arg, Case};
-use common::fake::{FakeServer, LiveConfig, KEY_ENV};
+use common::fake::{thorough, FakeServer, LiveConfig, KEY_ENV};
 use common::fleet::embedded::submit_and_compare_with_embedded_with;
 use common::fleet::Fleet;
 use common::{check_consistent, items, root, u};
@@ -78,15 +78,6 @@ fn answers(run_dir: &Path) -> BTreeMap<String, String> {
             )
         })
         .collect()
-}
-
-/// The fake judge's rule: the answer with more distinct words of ≥ 3 characters is better.
-fn thorough(text: &str) -> usize {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect::<HashSet<_>>()
-        .len()
 }
 
 /// Checks every item of `report` against the two runs' answers: an item the baseline answered

@@ -194,23 +194,11 @@ mod tests {
     use super::*;
     use evalfleet_suites::suite::Suite;
 
+    /// The bundled pairwise suite, comparing `answer` with a baseline run's.
     fn suite() -> Suite {
-        let text = r#"
-kind: custom
-name: duel
-record:
-  fields:
-    question: {type: string, required: true}
-    answer: {type: string, required: true}
-judge:
-  dimensions:
-    - name: better
-      pairwise: {against: answer}
-      judged: [answer]
-      rubric: the more helpful answer
-      template: "Q: {{ question }}\n{{ answer }}"
-"#;
-        Suite::from_yaml(text, "duel").expect("loads")
+        let bundled = include_str!("../../config/suites/pairwise-support.yaml");
+        let text = bundled.replace("{against: baseline_answer}", "{against: answer}");
+        Suite::from_yaml(&text, "pairwise-support").expect("loads")
     }
 
     fn write(dir: &Path, lines: &[String]) -> PathBuf {

@@ -344,3 +344,14 @@ pub fn run_live_suite(
     }
     run_with_timeout(cmd, Duration::from_secs(60))
 }
+
+/// The fake judge's pairwise rule, written out again to check it by: the answer with more
+/// distinct words of ≥ 3 characters is the better one (equal counts: a tie).
+#[allow(dead_code)] // only the pairwise tests compare answers
+pub fn thorough(text: &str) -> usize {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect::<std::collections::HashSet<_>>()
+        .len()
+}

@@ -22,6 +22,7 @@ mod markdown;
 pub mod outputs;
 mod pairwise_report;
 mod recommend;
+mod shared_pass;
 pub(crate) mod viewer;
 
 use std::fs::File;
@@ -155,8 +156,8 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
         path: dir.to_owned(),
         source,
     })?;
-    // Each file streams the items on its own: on their own threads, the two that read every
-    // item (report.json, junit.xml) take as long as the slower of them, not as both together.
+    // Each file is written on its own thread, so the slowest sets the pace, not their sum; and
+    // the items are read and parsed once for all of them (`shared_pass`), not once per file.
     let mut paths: Vec<PathBuf> = ReportFile::ALL
         .iter()
         .map(|f| dir.join(f.file_name()))
@@ -167,17 +168,39 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
         .is_some()
         .then(|| dir.join(outputs::FILE_NAME));
     let items_path = dir.join(evalfleet_items::FILE_NAME);
+    let writers = ReportFile::ALL.len() + 1 + usize::from(outputs.is_some());
+    let (feed, mut taps) = shared_pass::split(input.items, writers);
     std::thread::scope(|scope| {
         let items_path = &items_path;
+        scope.spawn(move || feed.run());
+        // Each writer's input reads through its own tap, which it drops when it ends.
+        let mut with_tap = || {
+            let tap = taps.pop().expect("a tap per writer");
+            move |f: &dyn Fn(&ReportInput<'_>) -> Result<(), ReportError>| {
+                f(&ReportInput {
+                    items: &tap,
+                    ..*input
+                })
+            }
+        };
         let mut writers: Vec<_> = ReportFile::ALL
             .into_iter()
             .zip(&paths)
-            .map(|(file, path)| scope.spawn(move || write_file(path, |w| file.write(w, input))))
+            .map(|(file, path)| {
+                let run = with_tap();
+                scope.spawn(move || run(&|input| write_file(path, |w| file.write(w, input))))
+            })
             .collect();
         if let Some(path) = &outputs {
-            writers.push(scope.spawn(move || write_file(path, |w| outputs::write(w, input.items))));
+            let run = with_tap();
+            writers.push(
+                scope.spawn(move || {
+                    run(&|input| write_file(path, |w| outputs::write(w, input.items)))
+                }),
+            );
         }
-        writers.push(scope.spawn(move || items::write(items_path, input)));
+        let run = with_tap();
+        writers.push(scope.spawn(move || run(&|input| items::write(items_path, input))));
         writers.into_iter().try_for_each(|w| {
             w.join()
                 .unwrap_or_else(|_| Err(ReportError::Source("a report writer panicked".into())))
