@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::fake::{run_live_suite, thorough, FakeServer, LiveConfig};
+use common::fake::{fake_preference, run_live_suite, FakeServer, LiveConfig};
 use common::{check_consistent, items, root, run_suite, tempdir, u};
 use evalfleet_fake_provider::FakeProviderArgs;
 use serde_json::Value;
@@ -148,9 +148,9 @@ fn the_heuristic_compares_the_two_releases_and_gates_the_win_rate() {
     );
 }
 
-#[test]
-fn live_judges_ask_twice_with_the_positions_swapped() {
-    let fake = FakeServer::plain();
+/// The bundled suite and dataset judged live by `fake`, 4 examples at a time: the report,
+/// after checking the exit code and that the report files agree.
+fn run_live(fake: &FakeServer, code: i32) -> Value {
     let dir = tempdir();
     let config = fake.config(dir.path(), &LiveConfig::default());
     let out = dir.path().join("out");
@@ -163,23 +163,22 @@ fn live_judges_ask_twice_with_the_positions_swapped() {
         &["-j", "4"],
         &[],
     );
-    run.assert_code(0);
-    let report = check_consistent(&out, &run).json;
+    run.assert_code(code);
+    check_consistent(&out, &run).json
+}
+
+#[test]
+fn live_judges_ask_twice_with_the_positions_swapped() {
+    let fake = FakeServer::plain();
+    let report = run_live(&fake, 0);
     // Two questions per item, nothing else.
     assert_eq!(u(&fake.stats(), "total"), 24, "{}", fake.stats());
     let want: Vec<(String, String, bool)> = records()
         .iter()
         .map(|r| {
-            let (a, b) = (
-                thorough(r["answer"].as_str().unwrap()),
-                thorough(r["baseline_answer"].as_str().unwrap()),
-            );
-            let p = match a.cmp(&b) {
-                std::cmp::Ordering::Greater => "win",
-                std::cmp::Ordering::Less => "loss",
-                std::cmp::Ordering::Equal => "tie",
-            };
-            (r["id"].as_str().unwrap().to_owned(), p.to_owned(), false)
+            let text = |key: &str| r[key].as_str().unwrap();
+            let p = fake_preference(text("answer"), text("baseline_answer"));
+            (text("id").to_owned(), p.to_owned(), false)
         })
         .collect();
     assert_eq!(preferences(&report), want);
@@ -200,20 +199,7 @@ fn a_judge_that_follows_the_position_ties_everything_and_fails_the_gate() {
         position_bias: 1.0,
         ..FakeProviderArgs::default()
     });
-    let dir = tempdir();
-    let config = fake.config(dir.path(), &LiveConfig::default());
-    let out = dir.path().join("out");
-    let run = run_live_suite(
-        SUITE,
-        &root().join(DATASET),
-        &config,
-        &out,
-        &fake.key,
-        &["-j", "4"],
-        &[],
-    );
-    run.assert_code(1);
-    let report = check_consistent(&out, &run).json;
+    let report = run_live(&fake, 1);
     for (id, preference, followed) in preferences(&report) {
         assert_eq!((preference.as_str(), followed), ("tie", true), "{id}");
     }

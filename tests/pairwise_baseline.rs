@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::fake::targets::{arg, Case};
-use common::fake::{thorough, FakeServer, LiveConfig, KEY_ENV};
+use common::fake::{fake_preference, FakeServer, LiveConfig, KEY_ENV};
 use common::fleet::embedded::submit_and_compare_with_embedded_with;
 use common::fleet::Fleet;
 use common::{check_consistent, items, root, u};
@@ -98,20 +98,12 @@ fn check_items(report: &Value, base: &BTreeMap<String, String>) -> (u64, u64, u6
         };
         let new = item["outputs"]["answer"].as_str().expect("the new answer");
         assert_ne!(new, old, "the two targets answer differently: {item}");
-        let want = match thorough(new).cmp(&thorough(old)) {
-            std::cmp::Ordering::Greater => {
-                wins += 1;
-                "win"
-            }
-            std::cmp::Ordering::Less => {
-                losses += 1;
-                "loss"
-            }
-            std::cmp::Ordering::Equal => {
-                ties += 1;
-                "tie"
-            }
-        };
+        let want = fake_preference(new, old);
+        match want {
+            "win" => wins += 1,
+            "loss" => losses += 1,
+            _ => ties += 1,
+        }
         assert_eq!(score["pairwise"]["preference"], want, "{id}: {item}");
     }
     (wins, ties, losses)

@@ -345,13 +345,21 @@ pub fn run_live_suite(
     run_with_timeout(cmd, Duration::from_secs(60))
 }
 
-/// The fake judge's pairwise rule, written out again to check it by: the answer with more
-/// distinct words of ≥ 3 characters is the better one (equal counts: a tie).
+/// The fake judge's pairwise verdict, its rule written out again to check it by: the answer
+/// with more distinct words of ≥ 3 characters is the better one, equal counts a tie. The
+/// judged answer's `win`, `tie` or `loss` against `other`.
 #[allow(dead_code)] // only the pairwise tests compare answers
-pub fn thorough(text: &str) -> usize {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .collect::<std::collections::HashSet<_>>()
-        .len()
+pub fn fake_preference(judged: &str, other: &str) -> &'static str {
+    let thorough = |text: &str| {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() >= 3)
+            .map(str::to_lowercase)
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    match thorough(judged).cmp(&thorough(other)) {
+        std::cmp::Ordering::Greater => "win",
+        std::cmp::Ordering::Less => "loss",
+        std::cmp::Ordering::Equal => "tie",
+    }
 }

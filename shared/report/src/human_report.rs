@@ -135,20 +135,12 @@ pub(crate) fn markdown(out: &mut String, agg: &RunAggregator) {
     if !agg.self_preference.is_empty() {
         out.push_str("## Self-Preference\n\nEach judge provider's mean score of answers its own provider's models wrote and of the others', on the same items the other judges scored. Excess: the judge's own-minus-other difference beyond the other judges' difference (with a Welch 95% interval); with two providers it is the pair's combined self-preference, the same for both.\n\n");
         out.push_str("| Judge provider | Dimension | Own answers: n, mean | Others' answers: n, mean | Difference | Other judges' difference | Excess | 95% CI |\n|---|---|---|---|---|---|---|---|\n");
-        for (provider, dims) in agg.self_preference.summary(agg.dimensions()) {
-            for (dim, s) in dims {
-                out.push_str(&format!(
-                    "| {provider} | {dim} | {}, {} | {}, {} | {} | {} | {} | {} |\n",
-                    s.own.n,
-                    num(s.own.mean),
-                    s.other.n,
-                    num(s.other.mean),
-                    signed(s.difference),
-                    signed(s.other_judges.difference),
-                    signed(s.excess),
-                    interval(s.ci95)
-                ));
-            }
+        for [provider, dim, own_n, own, other_n, other, difference, others, excess, ci] in
+            self_preference_rows(agg)
+        {
+            out.push_str(&format!(
+                "| {provider} | {dim} | {own_n}, {own} | {other_n}, {other} | {difference} | {others} | {excess} | {ci} |\n"
+            ));
         }
         out.push('\n');
     }
@@ -210,25 +202,40 @@ pub(crate) fn html(h: &mut String, agg: &RunAggregator) {
     if !agg.self_preference.is_empty() {
         h.push_str("<h2>Self-preference</h2>\n<p class=\"meta\">Each judge provider's mean score of answers its own provider's models wrote and of the others'. Excess: its own-minus-other difference beyond the other judges' difference on the same items, with a Welch 95% interval; with two providers it is the pair's combined self-preference.</p>\n");
         h.push_str("<table id=\"self-preference\"><tr><th>Judge provider</th><th>Dimension</th><th>Own answers (n)</th><th>Mean</th><th>Others' answers (n)</th><th>Mean</th><th>Difference</th><th>Other judges' difference</th><th>Excess</th><th>95% CI</th></tr>\n");
-        for (provider, dims) in agg.self_preference.summary(agg.dimensions()) {
-            for (dim, s) in dims {
-                h.push_str(&format!(
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><b>{}</b></td><td>{}</td></tr>\n",
-                    escape(&provider),
-                    escape(&dim),
-                    s.own.n,
-                    num(s.own.mean),
-                    s.other.n,
-                    num(s.other.mean),
-                    signed(s.difference),
-                    signed(s.other_judges.difference),
-                    signed(s.excess),
-                    interval(s.ci95)
-                ));
-            }
+        for [provider, dim, own_n, own, other_n, other, difference, others, excess, ci] in
+            self_preference_rows(agg)
+        {
+            let (provider, dim) = (escape(&provider), escape(&dim));
+            h.push_str(&format!(
+                "<tr><td>{provider}</td><td>{dim}</td><td>{own_n}</td><td>{own}</td><td>{other_n}</td><td>{other}</td><td>{difference}</td><td>{others}</td><td><b>{excess}</b></td><td>{ci}</td></tr>\n"
+            ));
         }
         h.push_str("</table>\n");
     }
+}
+
+/// The self-preference table's rows, as summary.md and report.html show them: judge provider,
+/// dimension, own answers' n and mean, others' n and mean, the difference, the other judges'
+/// difference, the excess and its interval (text, not yet escaped).
+fn self_preference_rows(agg: &RunAggregator) -> Vec<[String; 10]> {
+    let mut rows = Vec::new();
+    for (provider, dims) in agg.self_preference.summary(agg.dimensions()) {
+        for (dim, s) in dims {
+            rows.push([
+                provider.clone(),
+                dim,
+                s.own.n.to_string(),
+                num(s.own.mean),
+                s.other.n.to_string(),
+                num(s.other.mean),
+                signed(s.difference),
+                signed(s.other_judges.difference),
+                signed(s.excess),
+                interval(s.ci95),
+            ]);
+        }
+    }
+    rows
 }
 
 #[cfg(test)]
