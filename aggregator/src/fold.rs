@@ -1,18 +1,21 @@
 //! Folding: each followed run's results, folded once each into its incremental aggregates,
 //! appended to this aggregator's durable result log of the run (`results_log.rs`: synced before
 //! the events are acknowledged, since an event is its result's only copy), and kept in a local
-//! [`Spill`] file, so that a run this aggregator saw whole is reported straight from it. No
-//! Redis here: the service feeds it the records of the events stream.
+//! [`Spill`] file, so that a run this aggregator saw whole is reported straight from it, its
+//! `items.parquet` written from that file as the run goes ([`ItemsAhead`]), not after the last
+//! result. No Redis here: the service feeds it the records of the events stream.
 
 use std::collections::HashMap;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use evalfleet_contract::registry::RunStatus;
 use evalfleet_contract::spill::Spill;
 use evalfleet_model::record::ResultRecord;
 use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_report::ItemsAhead;
 use evalfleet_suites::spec::RunSpec;
 
 use crate::results_log::{self, ResultLog};
@@ -33,7 +36,9 @@ pub(crate) struct Tracked {
     behind_since: Option<Instant>,
     /// The folded records; None when the file could not be created or written (the report
     /// then replays the result logs).
-    kept: Option<Spill>,
+    kept: Option<Arc<Spill>>,
+    /// `items.parquet` being written from `kept`, in the run's report directory.
+    ahead: Option<ItemsAhead>,
     /// The folded records, durable (what the events are acknowledged against).
     log: ResultLog,
 }
@@ -42,20 +47,18 @@ pub(crate) struct Tracked {
 pub(crate) struct Complete {
     pub(crate) agg: RunAggregator,
     /// The records, when they were all kept.
-    pub(crate) items: Option<Spill>,
+    pub(crate) items: Option<Arc<Spill>>,
+    /// Their table, written while the run went on.
+    pub(crate) ahead: Option<ItemsAhead>,
 }
 
 impl Tracked {
-    /// Follows `run_id`, logging its results in `logs` as `consumer`. Err when the log cannot
-    /// be created: its events must then not be acknowledged.
-    pub(crate) fn new(
-        run_id: &str,
-        spec: RunSpec,
-        logs: &std::path::Path,
-        consumer: &str,
-    ) -> io::Result<Self> {
-        let log = ResultLog::create(logs, consumer)?;
+    /// Follows `run_id`, whose report directory is `dir`, logging its results there as
+    /// `consumer`. Err when the log cannot be created: its events must then not be acknowledged.
+    pub(crate) fn new(run_id: &str, spec: RunSpec, dir: &Path, consumer: &str) -> io::Result<Self> {
+        let log = ResultLog::create(&results_log::dir(dir), consumer)?;
         let kept = Spill::new(run_id)
+            .map(Arc::new)
             .map_err(|e| tracing::warn!(run = run_id, error = %e, "cannot create a spill file; the report will replay the result logs"))
             .ok();
         Ok(Tracked {
@@ -66,6 +69,7 @@ impl Tracked {
             total: None,
             nudged: false,
             behind_since: None,
+            ahead: kept.as_ref().map(|k| ItemsAhead::new(dir, k.clone())),
             kept,
             log,
         })
@@ -88,6 +92,12 @@ impl Tracked {
                 if let Err(e) = kept.put(rec.index, rec.outcome, json) {
                     tracing::warn!(run = %rec.run_id, error = %e, "cannot keep a result locally; the report will replay the result logs");
                     self.kept = None;
+                    self.ahead = None;
+                }
+            }
+            if let Some(ahead) = &mut self.ahead {
+                if let Err(e) = ahead.keep_up(&self.agg) {
+                    tracing::warn!(run = %rec.run_id, error = %e, "cannot write items.parquet as the run goes; the report will write it whole");
                 }
             }
         }
@@ -108,6 +118,7 @@ impl Tracked {
         (self.folded_count == done).then_some(Complete {
             agg: self.agg,
             items: self.kept,
+            ahead: self.ahead,
         })
     }
 }
@@ -152,8 +163,7 @@ impl Folding {
         if !self.runs.contains_key(run_id) {
             let dir = crate::run_dir::resolve(&self.reports_dir, run_id)
                 .map_err(|why| io::Error::new(io::ErrorKind::InvalidInput, why))?;
-            let logs = results_log::dir(&dir);
-            let tracked = Tracked::new(run_id, spec, &logs, &self.consumer)?;
+            let tracked = Tracked::new(run_id, spec, &dir, &self.consumer)?;
             self.runs.insert(run_id.to_owned(), tracked);
         }
         Ok(())

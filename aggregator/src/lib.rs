@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use evalfleet_contract::store::StoreError;
 use evalfleet_model::record::ResultRecord;
 use evalfleet_report::aggregate::RunAggregator;
-use evalfleet_report::{ReportError, ReportInput};
+use evalfleet_report::{ItemsAhead, ReportError, ReportInput};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AggregatorError {
@@ -32,15 +32,20 @@ pub enum AggregatorError {
     Log { run: String, source: std::io::Error },
 }
 
-/// Folds every event batch into `agg` until the event channel closes; `seen` counts records.
+/// Folds every event batch into `agg` until the event channel closes, keeping `ahead`'s
+/// columns those of `agg`; `seen` counts records.
 pub async fn follow(
     events: async_channel::Receiver<Vec<ResultRecord>>,
     agg: &mut RunAggregator,
     seen: &AtomicU64,
+    ahead: &mut ItemsAhead,
 ) {
     while let Ok(batch) = events.recv().await {
         batch.iter().for_each(|record| agg.observe(record));
         seen.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        if let Err(e) = ahead.keep_up(agg) {
+            tracing::warn!(error = %e, "cannot write items.parquet as the run goes; the report will write it whole");
+        }
     }
 }
 

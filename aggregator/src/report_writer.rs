@@ -6,7 +6,7 @@ use std::path::Path;
 
 use evalfleet_contract::registry::RunMeta;
 use evalfleet_report::aggregate::RunAggregator;
-use evalfleet_report::{ItemSource, ReportFile, ReportInput, RunInfo};
+use evalfleet_report::{ItemSource, ItemsAhead, ReportFile, ReportInput, RunInfo};
 use evalfleet_suites::spec::RunSpec;
 
 /// What writing the reports decided.
@@ -21,6 +21,8 @@ pub struct Destination<'a> {
     pub dir: &'a Path,
     /// `reports.inline_items`.
     pub inline_items: u64,
+    /// `items.parquet` written while the run went on (`ItemsAhead`), to be finished.
+    pub items_ahead: Option<&'a ItemsAhead>,
 }
 
 /// Writes the reports of `meta`'s run into `to.dir`. `incremental` are the aggregates folded
@@ -35,6 +37,8 @@ pub fn write_run_reports(
     finished_at: jiff::Timestamp,
 ) -> Result<Written, String> {
     let dir = to.dir;
+    // Rows written ahead go with the aggregates folded as they were written.
+    let items_ahead = to.items_ahead.filter(|_| incremental.is_some());
     let agg = match incremental {
         Some(agg) => agg,
         None => {
@@ -67,6 +71,7 @@ pub fn write_run_reports(
         agg: &agg,
         items,
         inline_items: to.inline_items,
+        items_ahead,
     };
     evalfleet_report::write_all(dir, &input).map_err(|e| e.to_string())?;
     // The summary `evalfleet report` prints is the file just written (rendering it again would
@@ -91,6 +96,7 @@ mod tests {
         Destination {
             dir: dir.path(),
             inline_items: 100_000,
+            items_ahead: None,
         }
     }
     use crate::fold::tests::spec;

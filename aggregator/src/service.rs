@@ -319,10 +319,11 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 .await?
                 .ok_or_else(|| report_err("the run's spec is gone".into()))?,
         };
-        let (incremental, kept) = match (replayed, tracked.and_then(|t| t.complete(done))) {
-            (None, Some(complete)) => (Some(complete.agg), complete.items),
-            (replayed, _) => (None, replayed),
-        };
+        let (incremental, kept, ahead) =
+            match (replayed, tracked.and_then(|t| t.complete(done))) {
+                (None, Some(complete)) => (Some(complete.agg), complete.items, complete.ahead),
+                (replayed, _) => (None, replayed.map(Arc::new), None),
+            };
         let rebuilt = incremental.is_none();
         let writing = Instant::now();
         let target = dir.clone();
@@ -333,13 +334,16 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
             let to = Destination {
                 dir: &target,
                 inline_items,
+                items_ahead: ahead.as_ref(),
             };
             let items = match kept {
                 Some(items) => items,
-                None => results_log::replay(&meta.id, &logs_dir)
-                    .map_err(|e| format!("replaying the result logs: {e}"))?,
+                None => Arc::new(
+                    results_log::replay(&meta.id, &logs_dir)
+                        .map_err(|e| format!("replaying the result logs: {e}"))?,
+                ),
             };
-            write_run_reports(&spec, &meta, incremental, &items, to, finished_at)
+            write_run_reports(&spec, &meta, incremental, &*items, to, finished_at)
         })
         .await
         .map_err(|e| report_err(e.to_string()))?

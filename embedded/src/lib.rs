@@ -17,6 +17,7 @@ use evalfleet_dataset::ReadOptions;
 use evalfleet_model::routing::ProviderRules;
 use evalfleet_producer::{open_dataset, produce, ProduceError, ProduceOptions, Progress};
 use evalfleet_report::aggregate::RunAggregator;
+use evalfleet_report::ItemsAhead;
 use evalfleet_suites::custom::BaselineSource;
 use evalfleet_suites::evaluate::{Evaluator, Validator};
 use evalfleet_suites::suite::Suite;
@@ -44,12 +45,16 @@ pub struct EmbeddedRun<'a> {
     /// Results folded by the aggregator so far.
     pub evaluated: Arc<AtomicU64>,
     pub stats: Arc<WorkerStats>,
+    /// The report directory, where `items.parquet` is written as the run goes.
+    pub report_dir: &'a Path,
 }
 
 /// A finished run: its aggregates, and the store that holds its records (for the reports).
 pub struct Finished {
     pub agg: RunAggregator,
     pub store: Arc<InProcessStore>,
+    /// `items.parquet` written as the run went, for the reports to finish.
+    pub items_ahead: ItemsAhead,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -104,10 +109,11 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
         run.stats,
     ));
     let (agg_suite, seen) = (run.suite.clone(), run.evaluated.clone());
+    let mut ahead = ItemsAhead::new(run.report_dir, store.growing());
     let aggregator = tokio::spawn(async move {
         let mut agg = RunAggregator::new(&agg_suite);
-        follow(events, &mut agg, &seen).await;
-        agg
+        follow(events, &mut agg, &seen, &mut ahead).await;
+        (agg, ahead)
     });
     // The workers can stop early (a rejected API key): then stop producing too, or the
     // producer would wait forever on a full queue.
@@ -137,8 +143,12 @@ pub async fn run_embedded(run: EmbeddedRun<'_>) -> Result<Finished, EmbeddedErro
     };
     workers_done.map_err(task)?.map_err(EmbeddedError::Worker)?;
     store.close_events().await;
-    let agg = aggregator.await.map_err(task)?;
-    Ok(Finished { agg, store })
+    let (agg, items_ahead) = aggregator.await.map_err(task)?;
+    Ok(Finished {
+        agg,
+        store,
+        items_ahead,
+    })
 }
 
 #[cfg(test)]
@@ -165,6 +175,7 @@ mod tests {
             progress: Arc::new(Progress::default()),
             evaluated: Arc::new(AtomicU64::new(0)),
             stats: Arc::new(WorkerStats::default()),
+            report_dir: dataset.parent().expect("a dataset in a directory"),
         }
     }
 
@@ -187,7 +198,7 @@ mod tests {
         std::fs::write(&data, text).unwrap();
         let embedded = run(&data, Judge::Heuristic);
         let evaluated = embedded.evaluated.clone();
-        let Finished { agg, store } = run_embedded(embedded).await.unwrap();
+        let Finished { agg, store, .. } = run_embedded(embedded).await.unwrap();
         assert_eq!((agg.totals.ok, agg.totals.skipped), (2, 2));
         assert_eq!(
             evaluated.load(Ordering::Relaxed),

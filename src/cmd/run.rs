@@ -229,7 +229,11 @@ fn run_one(
     let read = Arc::new(Progress::default());
     let evaluated = Arc::new(AtomicU64::new(0));
     let stats = Arc::new(WorkerStats::default());
-    let Finished { agg, store } = runtime.block_on(async {
+    let Finished {
+        agg,
+        store,
+        items_ahead,
+    } = runtime.block_on(async {
         if let Some(addr) = args.metrics_addr {
             evalfleet_worker::metrics::metrics()
                 .init_known([suite.name.as_str()], live.then_some(&config.judges));
@@ -255,6 +259,7 @@ fn run_one(
             progress: read.clone(),
             evaluated,
             stats,
+            report_dir: out,
         })
         .await;
         progress.finish();
@@ -283,6 +288,7 @@ fn run_one(
         agg: &agg,
         items: store.as_ref(),
         inline_items: config.reports.inline_items,
+        items_ahead: Some(&items_ahead),
     };
     let paths = write_reports(out, &input)?;
     print_summary(&input, &paths);

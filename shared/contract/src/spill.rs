@@ -13,7 +13,7 @@ use std::os::unix::fs::FileExt;
 use std::sync::{Mutex, MutexGuard};
 
 use evalfleet_model::record::{Outcome, ResultRecord};
-use evalfleet_report::{ItemSource, ReportError};
+use evalfleet_report::{GrowingItems, ItemSource, ReportError};
 
 /// Where a stored record sits in the file.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -109,19 +109,41 @@ impl Slots {
         Ok(())
     }
 
-    /// The stored indexes from `first` on, and where they are, up to [`BLOCK_BYTES`] of
-    /// records (at least one); and the index after the last one looked at.
-    fn block(&self, first: usize) -> (Vec<(usize, Place)>, usize) {
+    /// The stored indexes from `first` on that `walk` takes, and where they are, up to
+    /// [`BLOCK_BYTES`] of records (at least one); and the index after the last one looked at
+    /// (under [`Walk::UntilGap`], the first index not stored, when the block ends at it).
+    fn block(&self, first: usize, walk: Walk<'_>) -> (Vec<(usize, Place)>, usize) {
         let (mut placed, mut bytes, mut i) = (Vec::new(), 0u64, first);
         while i < self.end && (bytes < BLOCK_BYTES || placed.is_empty()) {
-            if let Some(place) = self.get(i) {
-                bytes += u64::from(place.len);
-                placed.push((i, place));
+            if let Walk::Where(wanted) = walk {
+                if !wanted(i as u64) {
+                    i += 1;
+                    continue;
+                }
+            }
+            match self.get(i) {
+                Some(place) => {
+                    bytes += u64::from(place.len);
+                    placed.push((i, place));
+                }
+                None if matches!(walk, Walk::UntilGap) => break,
+                None => {}
             }
             i += 1;
         }
         (placed, i)
     }
+}
+
+/// Which stored indexes a pass over the spill reads.
+#[derive(Clone, Copy)]
+enum Walk<'a> {
+    /// Every one.
+    All,
+    /// Every one up to the first index not stored (the part of a run that is complete so far).
+    UntilGap,
+    /// The ones a predicate on the index holds for; the others are never read.
+    Where(&'a (dyn Fn(u64) -> bool + Sync)),
 }
 
 struct Index {
@@ -205,23 +227,28 @@ impl Spill {
     }
 }
 
-impl ItemSource for Spill {
-    fn for_each_item(
+impl Spill {
+    /// Streams the records `walk` takes from index `first` on, in index order, parsed; returns
+    /// the index after the last one looked at. Safe while records are still being kept: each
+    /// block's places are copied, and the writer flushed, under one lock, never the whole index.
+    fn stream(
         &self,
+        first: u64,
+        walk: Walk<'_>,
         only: Option<Outcome>,
         f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
-    ) -> Result<(), ReportError> {
+    ) -> Result<u64, ReportError> {
         let source = |e: io::Error| ReportError::Source(e.to_string());
-        self.lock()
-            .and_then(|mut spill| spill.writer.flush())
-            .map_err(source)?;
         let mut block = Block::default();
-        let mut first = 0;
+        let mut first = first as usize;
         loop {
-            // A block's places are copied under the lock, never the whole index.
-            let (placed, next) = self.lock().map_err(source)?.slots.block(first);
+            let (placed, next) = {
+                let mut spill = self.lock().map_err(source)?;
+                spill.writer.flush().map_err(source)?;
+                spill.slots.block(first, walk)
+            };
             if placed.is_empty() {
-                break;
+                return Ok(next as u64);
             }
             block.read(&self.file, &placed, only).map_err(source)?;
             for (index, bytes) in block.records() {
@@ -239,7 +266,38 @@ impl ItemSource for Spill {
             }
             first = next;
         }
-        Ok(())
+    }
+}
+
+impl ItemSource for Spill {
+    fn for_each_item(
+        &self,
+        only: Option<Outcome>,
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError> {
+        self.stream(0, Walk::All, only, f).map(drop)
+    }
+
+    /// Only the wanted records are read and parsed: a page's sample of a 10^7-item run costs
+    /// its own records, not the run's.
+    fn for_each_where(
+        &self,
+        wanted: &(dyn Fn(u64) -> bool + Sync),
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError> {
+        self.stream(0, Walk::Where(wanted), None, f).map(drop)
+    }
+}
+
+impl GrowingItems for Spill {
+    fn for_each_from(
+        &self,
+        first: u64,
+        until_gap: bool,
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<u64, ReportError> {
+        let walk = if until_gap { Walk::UntilGap } else { Walk::All };
+        self.stream(first, walk, None, f)
     }
 }
 
@@ -364,12 +422,12 @@ mod tests {
         slots.set(0, place(0, BLOCK_BYTES as u32 + 1)).unwrap();
         slots.set(2, place(100, 10)).unwrap();
         slots.set(3, place(110, 10)).unwrap();
-        assert_eq!(slots.block(0).0.len(), 1);
-        assert_eq!(slots.block(0).1, 1);
-        let (placed, next) = slots.block(1);
+        assert_eq!(slots.block(0, Walk::All).0.len(), 1);
+        assert_eq!(slots.block(0, Walk::All).1, 1);
+        let (placed, next) = slots.block(1, Walk::All);
         assert_eq!(placed.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [2, 3]);
         assert_eq!(next, 4);
-        assert!(slots.block(4).0.is_empty());
+        assert!(slots.block(4, Walk::All).0.is_empty());
     }
 
     #[test]

@@ -9,14 +9,14 @@
 //! of memory instead of the records themselves, and reports stream them back in dataset order.
 
 use std::io;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::spill::Spill;
 use evalfleet_model::record::{Outcome, ResultRecord};
-use evalfleet_report::{ItemSource, ReportError};
+use evalfleet_report::{GrowingItems, ItemSource, ReportError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PutOutcome {
@@ -103,7 +103,7 @@ struct Tally {
 /// each, more than folding the record).
 pub struct InProcessStore {
     run_id: String,
-    spill: Spill,
+    spill: Arc<Spill>,
     tally: Mutex<Tally>,
     events: async_channel::Sender<Vec<ResultRecord>>,
     event_batch: usize,
@@ -122,13 +122,18 @@ impl InProcessStore {
         let (tx, rx) = async_channel::bounded(capacity.max(1));
         let store = InProcessStore {
             run_id: run_id.to_owned(),
-            spill: Spill::new(run_id)?,
+            spill: Arc::new(Spill::new(run_id)?),
             tally: Mutex::default(),
             events: tx,
             event_batch: event_batch.max(1),
             scenarios: Mutex::default(),
         };
         Ok((store, rx))
+    }
+
+    /// The stored records as they are stored, for `items.parquet` written as the run goes.
+    pub fn growing(&self) -> Arc<dyn GrowingItems> {
+        self.spill.clone()
     }
 
     /// No more results will be stored: hands over the last events; the channel ends once drained.

@@ -147,6 +147,7 @@ fn run(suite: &Suite, n: u64, labelled: bool) -> (Duration, Duration) {
         agg: &agg,
         items: &items,
         inline_items: 0,
+        items_ahead: None,
     };
     let start = Instant::now();
     let mut bytes = 0;

@@ -308,6 +308,7 @@ mod tests {
             agg: &agg,
             items: recs,
             inline_items: 100,
+            items_ahead: None,
         };
         let json = serde_json::from_str(&render(ReportFile::Json, &input).unwrap()).unwrap();
         (

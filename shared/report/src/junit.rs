@@ -132,18 +132,22 @@ pub(super) fn write(w: &mut Sink<'_>, input: &ReportInput<'_>) -> Result<(), Rep
 /// one, and a case counting the rest.
 fn item_cases(input: &ReportInput<'_>) -> Result<Cases, ReportError> {
     let suite = input.suite;
-    let every = input.agg.totals.examples <= MAX_ITEM_CASES;
     let mut cases = Cases::default();
-    let mut rest = 0u64;
-    input.items.for_each_item(None, &mut |rec| {
-        let did_pass = rec.outcome == Outcome::Ok && rec.passed;
-        if !every && (did_pass || cases.tests >= MAX_ITEM_CASES) {
-            rest += u64::from(!did_pass);
-            return Ok(());
-        }
+    let mut case = |rec: &ResultRecord| {
         item_case(&mut cases, suite, rec);
         Ok(())
-    })?;
+    };
+    let unpassed = &input.agg.unpassed;
+    let rest = if input.agg.totals.examples <= MAX_ITEM_CASES {
+        input.items.for_each_item(None, &mut case)?;
+        0
+    } else {
+        // The aggregates know which items are the first that did not pass: only those are read.
+        input
+            .items
+            .for_each_where(&|index| unpassed.is_first(index), &mut case)?;
+        unpassed.count - unpassed.remembered()
+    };
     if rest > 0 {
         let message = format!(
             "{rest} more items did not pass (junit.xml lists the first {MAX_ITEM_CASES}; every item is in items.parquet)"

@@ -16,6 +16,7 @@ mod heatmap;
 mod html;
 mod human_report;
 mod items;
+mod items_ahead;
 mod json;
 pub(crate) mod junit;
 mod markdown;
@@ -35,6 +36,7 @@ use crate::aggregate::{RunAggregator, RunGateCheck};
 use evalfleet_model::record::{Outcome, ResultRecord};
 use evalfleet_suites::suite::Suite;
 
+pub use items_ahead::{GrowingItems, ItemsAhead};
 pub use json::group_key;
 pub use recommend::recommendations;
 
@@ -82,6 +84,23 @@ pub trait ItemSource {
         only: Option<Outcome>,
         f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
     ) -> Result<(), ReportError>;
+
+    /// The records whose index `wanted` holds for, in dataset order: a page's sample or the
+    /// first failures of a large run. A source that can find a record without reading the
+    /// others (the spill file) reads only these.
+    fn for_each_where(
+        &self,
+        wanted: &(dyn Fn(u64) -> bool + Sync),
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError> {
+        self.for_each_item(None, &mut |rec| {
+            if wanted(rec.index) {
+                f(rec)
+            } else {
+                Ok(())
+            }
+        })
+    }
 }
 
 /// Records already in memory, in dataset order (tests, small runs).
@@ -131,6 +150,8 @@ pub struct ReportInput<'a> {
     /// `reports.inline_items`: above this many results, `report.json` names `items.parquet`
     /// instead of listing them.
     pub inline_items: u64,
+    /// `items.parquet` written while the run went on, to be finished rather than written.
+    pub items_ahead: Option<&'a ItemsAhead>,
 }
 
 impl ReportInput<'_> {
@@ -168,7 +189,11 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
         .is_some()
         .then(|| dir.join(outputs::FILE_NAME));
     let items_path = dir.join(evalfleet_items::FILE_NAME);
-    let writers = ReportFile::ALL.len() + 1 + usize::from(outputs.is_some());
+    // items.parquet written ahead needs only its rest, read from the source itself.
+    let ahead = input.items_ahead;
+    let writers = ReportFile::ALL.len()
+        + usize::from(ahead.is_none())
+        + usize::from(outputs.is_some());
     let (feed, mut taps) = shared_pass::split(input.items, writers);
     std::thread::scope(|scope| {
         let items_path = &items_path;
@@ -199,8 +224,19 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
                 }),
             );
         }
-        let run = with_tap();
-        writers.push(scope.spawn(move || run(&|input| items::write(items_path, input))));
+        match ahead {
+            None => {
+                let run = with_tap();
+                writers.push(scope.spawn(move || run(&|input| items::write(items_path, input))));
+            }
+            Some(ahead) => writers.push(scope.spawn(move || {
+                if ahead.finish(items_path, input.agg)? {
+                    return Ok(());
+                }
+                // Its columns changed at the end: written from the start after all.
+                items::write(items_path, input)
+            })),
+        }
         writers.into_iter().try_for_each(|w| {
             w.join()
                 .unwrap_or_else(|_| Err(ReportError::Source("a report writer panicked".into())))

@@ -8,7 +8,8 @@
 //! the pace of the slowest, and memory holds a few chunks per writer, never the run.
 //!
 //! A writer's first full pass (`for_each_item(None, …)`) is served from the shared reading;
-//! anything else (a pass over one outcome, a second pass) reads the source itself, as before.
+//! anything else (a pass over one outcome, a second pass, a few wanted records) reads the
+//! source itself, as before.
 //! A writer that ends without taking its shared pass drops its channel, and the reader stops
 //! feeding it; a reading that fails ends every writer's shared pass with the error, so no file
 //! is written from part of the items.
@@ -54,6 +55,17 @@ impl ItemSource for Tap<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A few records of a large run: read from the source, which finds them without parsing
+    /// the rest. The shared reading is let go first, so it never waits for this writer.
+    fn for_each_where(
+        &self,
+        wanted: &(dyn Fn(u64) -> bool + Sync),
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError> {
+        drop(self.shared.lock().ok().and_then(|mut s| s.take()));
+        self.source.for_each_where(wanted, f)
     }
 }
 

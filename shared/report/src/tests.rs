@@ -27,6 +27,7 @@ fn render_all(suite: &Suite, recs: Vec<ResultRecord>) -> (Value, String, String,
         agg: &agg,
         items: &recs,
         inline_items: 100_000,
+        items_ahead: None,
     };
     let json: Value = serde_json::from_str(&render(ReportFile::Json, &input).unwrap()).unwrap();
     (

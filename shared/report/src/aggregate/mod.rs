@@ -10,6 +10,7 @@ mod human;
 mod pairwise;
 mod self_preference;
 mod target;
+mod unpassed;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -22,6 +23,7 @@ pub use human::{Confusion, HumanAcc, HumanAgreementSummary};
 pub use pairwise::{PairCounts, PairSummary, PairwiseAcc};
 pub use self_preference::{SelfPreferenceAcc, SelfPreferenceSummary};
 pub use target::{Latency, TargetAcc, TargetSummary};
+pub use unpassed::Unpassed;
 
 use evalfleet_model::record::{Outcome, ResultRecord, Usage};
 use evalfleet_model::stats::Stats;
@@ -87,6 +89,8 @@ pub struct RunAggregator {
     pub fail_reasons: HashMap<String, u64>,
     pub failure_reasons: BTreeMap<String, u64>,
     pub worst: HashMap<String, Vec<Worst>>,
+    /// The items that did not pass: their count and the first ones (for `junit.xml`).
+    pub unpassed: Unpassed,
     pub usage: Usage,
     /// The judges' cost summed in fixed point (`usage.cost_usd` is its sum): the same bits
     /// whatever order results arrive in.
@@ -133,6 +137,7 @@ impl RunAggregator {
             fail_reasons: HashMap::new(),
             failure_reasons: BTreeMap::new(),
             worst: HashMap::new(),
+            unpassed: Unpassed::default(),
             usage: Usage::default(),
             judge_cost: Stats::default(),
             system_latency_ms: Stats::default(),
@@ -155,6 +160,9 @@ impl RunAggregator {
         self.totals.examples += 1;
         self.judge_calls += u64::from(rec.attempts);
         self.cache_hits += rec.scores.0.iter().filter(|(_, s)| s.cached).count() as u64;
+        if !(rec.outcome == Outcome::Ok && rec.passed) {
+            self.unpassed.observe(rec.index);
+        }
         match rec.outcome {
             Outcome::Ok => self.totals.ok += 1,
             Outcome::Failed => {
