@@ -319,11 +319,10 @@ impl<S: Results, D: QueueDepths> Aggregator<S, D> {
                 .await?
                 .ok_or_else(|| report_err("the run's spec is gone".into()))?,
         };
-        let (incremental, kept, ahead) =
-            match (replayed, tracked.and_then(|t| t.complete(done))) {
-                (None, Some(complete)) => (Some(complete.agg), complete.items, complete.ahead),
-                (replayed, _) => (None, replayed.map(Arc::new), None),
-            };
+        let (incremental, kept, ahead) = match (replayed, tracked.and_then(|t| t.complete(done))) {
+            (None, Some(complete)) => (Some(complete.agg), complete.items, complete.ahead),
+            (replayed, _) => (None, replayed.map(Arc::new), None),
+        };
         let rebuilt = incremental.is_none();
         let writing = Instant::now();
         let target = dir.clone();

@@ -250,7 +250,12 @@ impl Spill {
             if placed.is_empty() {
                 return Ok(next as u64);
             }
-            block.read(&self.file, &placed, only).map_err(source)?;
+            // A few wanted records far apart are read one by one, not with the run between them.
+            let gap = match walk {
+                Walk::Where(_) => 0,
+                _ => COALESCE_GAP,
+            };
+            block.read(&self.file, &placed, only, gap).map_err(source)?;
             for (index, bytes) in block.records() {
                 let unreadable = |e: &dyn std::fmt::Display| {
                     ReportError::Source(format!(
@@ -304,7 +309,8 @@ impl GrowingItems for Spill {
 /// Bytes of records read back at once: bounds the memory of streaming a run back. (Small in
 /// tests, so that they cross blocks.)
 const BLOCK_BYTES: u64 = if cfg!(test) { 16 << 10 } else { 8 << 20 };
-/// A gap between two wanted records up to which one read takes both (and the gap).
+/// A gap between two wanted records up to which one read takes both (and the gap), in a pass
+/// over every record.
 const COALESCE_GAP: u64 = 64 << 10;
 
 /// One block of indices' records, read in file order and handed out in index order.
@@ -327,6 +333,7 @@ impl Block {
         file: &File,
         placed: &[(usize, Place)],
         only: Option<Outcome>,
+        gap: u64,
     ) -> io::Result<()> {
         self.buf.clear();
         self.placed.clear();
@@ -341,7 +348,7 @@ impl Block {
             let from = wanted[k].1.offset;
             let mut to = end(&wanted[k].1);
             let mut j = k + 1;
-            while j < wanted.len() && wanted[j].1.offset <= to + COALESCE_GAP {
+            while j < wanted.len() && wanted[j].1.offset <= to + gap {
                 to = to.max(end(&wanted[j].1));
                 j += 1;
             }
@@ -409,6 +416,46 @@ mod tests {
         let want: Vec<u64> = (0..3000).filter(|&i| i != 8).collect();
         assert_eq!(read_back(&spill, None), want);
         assert_eq!(read_back(&spill, Some(Outcome::Ok)), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn a_growing_run_streams_up_to_its_first_gap_and_a_selection_reads_only_its_own() {
+        let spill = Spill::new("r").unwrap();
+        let put = |i: u64| {
+            let json = serde_json::to_vec(&record(i)).unwrap();
+            spill.put(i, Outcome::Failed, &json).unwrap();
+        };
+        (0..2000).filter(|i| *i != 1500).for_each(put);
+        let mut seen = Vec::new();
+        let mut collect = |rec: &ResultRecord| {
+            seen.push(rec.index);
+            Ok(())
+        };
+        // Kept but not flushed yet: the stream flushes what it reads.
+        assert_eq!(spill.for_each_from(0, true, &mut collect).unwrap(), 1500);
+        put(1500);
+        assert_eq!(spill.for_each_from(1500, true, &mut collect).unwrap(), 2000);
+        assert_eq!(seen, (0..2000).collect::<Vec<_>>(), "each once, in order");
+        put(2500);
+        seen.clear();
+        let mut collect = |rec: &ResultRecord| {
+            seen.push(rec.index);
+            Ok(())
+        };
+        assert_eq!(
+            spill.for_each_from(1990, false, &mut collect).unwrap(),
+            2501
+        );
+        assert_eq!(seen, (1990..2000).chain([2500]).collect::<Vec<_>>());
+        seen.clear();
+        let mut collect = |rec: &ResultRecord| {
+            seen.push(rec.index);
+            Ok(())
+        };
+        spill
+            .for_each_where(&|i| i % 500 == 0 || i == 7, &mut collect)
+            .unwrap();
+        assert_eq!(seen, [0, 7, 500, 1000, 1500, 2500]);
     }
 
     #[test]

@@ -231,6 +231,14 @@ impl ItemSource for InProcessStore {
     ) -> Result<(), ReportError> {
         self.spill.for_each_item(only, f)
     }
+
+    fn for_each_where(
+        &self,
+        wanted: &(dyn Fn(u64) -> bool + Sync),
+        f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+    ) -> Result<(), ReportError> {
+        self.spill.for_each_where(wanted, f)
+    }
 }
 
 #[cfg(test)]

@@ -82,8 +82,11 @@ struct Started {
     layout: ItemsLayout,
     /// Tells the thread to write the rest and stop; dropping it stops the thread, which then
     /// deletes its file.
-    thread: Mutex<Option<(Sender<()>, JoinHandle<Result<Table, ReportError>>)>>,
+    thread: Mutex<Option<Writing>>,
 }
+
+/// The thread's stop signal and its end: the table, or why it stopped.
+type Writing = (Sender<()>, JoinHandle<Result<Table, ReportError>>);
 
 impl ItemsAhead {
     /// A table of `items` to be written in `dir`, started by [`Self::keep_up`].
@@ -134,9 +137,11 @@ impl Started {
             source,
         };
         std::fs::create_dir_all(dir).map_err(write_err)?;
+        // Readable as any file the report writes (the umask applies), not only by its owner.
         let file = tempfile::Builder::new()
             .prefix(".items-")
             .suffix(".parquet.partial")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
             .map_err(write_err)?;
         let out = BufWriter::with_capacity(1 << 20, file.reopen().map_err(write_err)?);
@@ -201,5 +206,150 @@ impl Started {
         out.flush().map_err(write_err)?;
         file.persist(path).map_err(|e| write_err(e.error))?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use evalfleet_items::read_rows;
+    use evalfleet_model::record::Metrics;
+
+    use super::*;
+
+    /// Records kept in any order, like a spill file.
+    #[derive(Default)]
+    struct Kept {
+        records: Mutex<std::collections::BTreeMap<u64, ResultRecord>>,
+        /// Records handed out, to see what was written ahead.
+        read: AtomicU64,
+    }
+
+    impl GrowingItems for Kept {
+        fn for_each_from(
+            &self,
+            first: u64,
+            until_gap: bool,
+            f: &mut dyn FnMut(&ResultRecord) -> Result<(), ReportError>,
+        ) -> Result<u64, ReportError> {
+            let records = self.records.lock().unwrap().clone();
+            let mut next = first;
+            for (&i, rec) in records.range(first..) {
+                if until_gap && i != next {
+                    break;
+                }
+                self.read.fetch_add(1, Ordering::Relaxed);
+                f(rec)?;
+                next = i + 1;
+            }
+            Ok(next)
+        }
+    }
+
+    fn record(index: u64, metric: Option<&str>) -> ResultRecord {
+        let mut rec = ResultRecord::skipped("r", "s", index, None, format!("e{index}"), "x".into());
+        if let Some(name) = metric {
+            rec.outcome = evalfleet_model::record::Outcome::Ok;
+            rec.metrics = Metrics(vec![(name.to_owned(), Some(index as f64))]);
+        }
+        rec
+    }
+
+    fn suite() -> evalfleet_suites::suite::Suite {
+        evalfleet_suites::suite::Suite::builtin(evalfleet_model::suite::SuiteKind::SupportJudge)
+    }
+
+    fn ids(path: &Path) -> Vec<String> {
+        let mut ids = Vec::new();
+        read_rows(path, false, &mut |row| {
+            ids.push(row.id);
+            Ok(())
+        })
+        .unwrap();
+        ids
+    }
+
+    /// The table files in `dir` once `want` of them are left (a dropped table's thread deletes
+    /// its file at its next tick), or after 10 s.
+    fn partial_files(dir: &Path, want: usize) -> usize {
+        let count = || {
+            std::fs::read_dir(dir)
+                .unwrap()
+                .filter(|e| {
+                    let name = e.as_ref().unwrap().file_name();
+                    name.to_string_lossy().ends_with(".partial")
+                })
+                .count()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while count() != want && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        count()
+    }
+
+    #[test]
+    fn rows_are_written_as_records_arrive_and_the_rest_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = Arc::new(Kept::default());
+        let mut agg = RunAggregator::new(&suite());
+        let mut ahead = ItemsAhead::new(dir.path(), kept.clone());
+        // 0..50 arrive, then 60..80: 50..60 is a gap until the end.
+        for i in (0..50).chain(60..80) {
+            let rec = record(i, Some("m"));
+            agg.observe(&rec);
+            kept.records.lock().unwrap().insert(i, rec);
+            ahead.keep_up(&agg).unwrap();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while kept.read.load(Ordering::Relaxed) < 50 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(TICK * 2);
+        assert_eq!(
+            kept.read.load(Ordering::Relaxed),
+            50,
+            "written ahead up to the gap, and no further"
+        );
+        for i in 50..60 {
+            let rec = record(i, Some("m"));
+            agg.observe(&rec);
+            kept.records.lock().unwrap().insert(i, rec);
+        }
+        let path = dir.path().join("items.parquet");
+        assert!(ahead.finish(&path, &agg).unwrap());
+        let want: Vec<String> = (0..80).map(|i| format!("e{i}")).collect();
+        assert_eq!(ids(&path), want, "every row once, in index order");
+        assert_eq!(partial_files(dir.path(), 0), 0);
+        assert!(!ahead.finish(&path, &agg).unwrap(), "finished once");
+    }
+
+    #[test]
+    fn a_column_added_late_starts_the_table_again_or_refuses_it_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = Arc::new(Kept::default());
+        let mut agg = RunAggregator::new(&suite());
+        let mut ahead = ItemsAhead::new(dir.path(), kept.clone());
+        let add = |i: u64, metric: Option<&str>, agg: &mut RunAggregator| {
+            let rec = record(i, metric);
+            agg.observe(&rec);
+            kept.records.lock().unwrap().insert(i, rec);
+        };
+        add(0, None, &mut agg);
+        ahead.keep_up(&agg).unwrap();
+        add(1, Some("m"), &mut agg);
+        ahead.keep_up(&agg).unwrap();
+        assert_eq!(
+            partial_files(dir.path(), 1),
+            1,
+            "the first table was dropped"
+        );
+        // A metric the table has not seen when the run ends: written whole by the report.
+        add(2, Some("late"), &mut agg);
+        let path = dir.path().join("items.parquet");
+        assert!(!ahead.finish(&path, &agg).unwrap());
+        assert!(!path.exists());
+        assert_eq!(partial_files(dir.path(), 0), 0, "its file is deleted");
     }
 }

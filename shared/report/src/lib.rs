@@ -191,9 +191,8 @@ pub fn write_all(dir: &Path, input: &ReportInput<'_>) -> Result<Vec<PathBuf>, Re
     let items_path = dir.join(evalfleet_items::FILE_NAME);
     // items.parquet written ahead needs only its rest, read from the source itself.
     let ahead = input.items_ahead;
-    let writers = ReportFile::ALL.len()
-        + usize::from(ahead.is_none())
-        + usize::from(outputs.is_some());
+    let writers =
+        ReportFile::ALL.len() + usize::from(ahead.is_none()) + usize::from(outputs.is_some());
     let (feed, mut taps) = shared_pass::split(input.items, writers);
     std::thread::scope(|scope| {
         let items_path = &items_path;
