@@ -69,7 +69,8 @@ impl Tracked {
             total: None,
             nudged: false,
             behind_since: None,
-            ahead: kept.as_ref().map(|k| ItemsAhead::new(dir, k.clone())),
+            // Written beside the logs until complete: a table left by a crash is with them.
+            ahead: (kept.as_ref()).map(|k| ItemsAhead::new(&results_log::dir(dir), k.clone())),
             kept,
             log,
         })

@@ -16,6 +16,7 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -52,11 +53,20 @@ struct Table {
 }
 
 impl Table {
-    /// Appends the rows from `next` on (up to the first index not kept, with `until_gap`).
-    fn append(&mut self, items: &dyn GrowingItems, until_gap: bool) -> Result<(), ReportError> {
+    /// Appends the rows from `next` on (up to the first index not kept, with `until_gap`);
+    /// gives up between two rows once `stop` is set.
+    fn append(
+        &mut self,
+        items: &dyn GrowingItems,
+        until_gap: bool,
+        stop: &AtomicBool,
+    ) -> Result<(), ReportError> {
         let path = self.file.path().to_owned();
         let writer = &mut self.writer;
         self.next = items.for_each_from(self.next, until_gap, &mut |rec| {
+            if stop.load(Ordering::Relaxed) {
+                return Err(ReportError::Source("the table was abandoned".into()));
+            }
             writer.push(rec).map_err(|source| ReportError::Items {
                 path: path.clone(),
                 source,
@@ -68,7 +78,7 @@ impl Table {
 
 /// `items.parquet` of a run, written by a thread of its own as the run's records are kept.
 pub struct ItemsAhead {
-    /// The run's report directory, where the table is written.
+    /// Where the table is written until it is complete: on the report directory's file system.
     dir: PathBuf,
     items: Arc<dyn GrowingItems>,
     /// The table with the columns known so far; None before the first record.
@@ -77,9 +87,11 @@ pub struct ItemsAhead {
     off: bool,
 }
 
-/// One table being written: its columns, and its thread.
+/// One table being written: its columns, and its thread. Dropped, it stops the thread and
+/// waits for it, so that the thread's file is deleted before the process may end.
 struct Started {
     layout: ItemsLayout,
+    stop: Arc<AtomicBool>,
     /// Tells the thread to write the rest and stop; dropping it stops the thread, which then
     /// deletes its file.
     thread: Mutex<Option<Writing>>,
@@ -89,7 +101,8 @@ struct Started {
 type Writing = (Sender<()>, JoinHandle<Result<Table, ReportError>>);
 
 impl ItemsAhead {
-    /// A table of `items` to be written in `dir`, started by [`Self::keep_up`].
+    /// A table of `items` to be written in `dir` (a temporary file there, moved into the report
+    /// directory when complete), started by [`Self::keep_up`].
     pub fn new(dir: &Path, items: Arc<dyn GrowingItems>) -> Self {
         ItemsAhead {
             dir: dir.to_owned(),
@@ -155,13 +168,15 @@ impl Started {
             next: 0,
         };
         let (tx, rx) = channel::<()>();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
         let thread = std::thread::Builder::new()
             .name("items-ahead".into())
             .spawn(move || loop {
                 match rx.recv_timeout(TICK) {
-                    Err(RecvTimeoutError::Timeout) => table.append(&*items, true)?,
+                    Err(RecvTimeoutError::Timeout) => table.append(&*items, true, &stopped)?,
                     Ok(()) => {
-                        table.append(&*items, false)?;
+                        table.append(&*items, false, &stopped)?;
                         return Ok(table);
                     }
                     Err(RecvTimeoutError::Disconnected) => {
@@ -172,6 +187,7 @@ impl Started {
             .map_err(write_err)?;
         Ok(Started {
             layout,
+            stop,
             thread: Mutex::new(Some((tx, thread))),
         })
     }
@@ -206,6 +222,16 @@ impl Started {
         out.flush().map_err(write_err)?;
         file.persist(path).map_err(|e| write_err(e.error))?;
         Ok(true)
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some((tx, thread)) = self.thread.get_mut().ok().and_then(Option::take) {
+            drop(tx);
+            let _ = thread.join();
+        }
     }
 }
 
@@ -270,23 +296,14 @@ mod tests {
         ids
     }
 
-    /// The table files in `dir` once `want` of them are left (a dropped table's thread deletes
-    /// its file at its next tick), or after 10 s.
-    fn partial_files(dir: &Path, want: usize) -> usize {
-        let count = || {
-            std::fs::read_dir(dir)
-                .unwrap()
-                .filter(|e| {
-                    let name = e.as_ref().unwrap().file_name();
-                    name.to_string_lossy().ends_with(".partial")
-                })
-                .count()
-        };
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while count() != want && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        count()
+    fn partial_files(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_string_lossy().ends_with(".partial")
+            })
+            .count()
     }
 
     #[test]
@@ -321,7 +338,7 @@ mod tests {
         assert!(ahead.finish(&path, &agg).unwrap());
         let want: Vec<String> = (0..80).map(|i| format!("e{i}")).collect();
         assert_eq!(ids(&path), want, "every row once, in index order");
-        assert_eq!(partial_files(dir.path(), 0), 0);
+        assert_eq!(partial_files(dir.path()), 0);
         assert!(!ahead.finish(&path, &agg).unwrap(), "finished once");
     }
 
@@ -340,16 +357,18 @@ mod tests {
         ahead.keep_up(&agg).unwrap();
         add(1, Some("m"), &mut agg);
         ahead.keep_up(&agg).unwrap();
-        assert_eq!(
-            partial_files(dir.path(), 1),
-            1,
-            "the first table was dropped"
-        );
+        assert_eq!(partial_files(dir.path()), 1, "the first table was dropped");
         // A metric the table has not seen when the run ends: written whole by the report.
         add(2, Some("late"), &mut agg);
         let path = dir.path().join("items.parquet");
         assert!(!ahead.finish(&path, &agg).unwrap());
         assert!(!path.exists());
-        assert_eq!(partial_files(dir.path(), 0), 0, "its file is deleted");
+        assert_eq!(partial_files(dir.path()), 0, "its file is deleted");
+        // A run given up (cancelled, or its process ending): its table is deleted at once.
+        let mut other = ItemsAhead::new(dir.path(), kept.clone());
+        other.keep_up(&agg).unwrap();
+        assert_eq!(partial_files(dir.path()), 1);
+        drop(other);
+        assert_eq!(partial_files(dir.path()), 0);
     }
 }
