@@ -9,7 +9,9 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 
-use super::bounds::{self, Bound};
+use parquet::arrow::arrow_reader::RowSelector;
+
+use super::bounds::{self, Bound, Unit};
 use super::filter::Filter;
 use super::sort::{KeyColumn, KeyRef, TopK};
 use super::table::Table;
@@ -332,11 +334,15 @@ pub(crate) fn sorted(
     })
 }
 
+/// Units read at once by [`sorted_pruned`]: enough to share a reader's set-up, few enough that
+/// little is read that the first of them would have ruled out.
+const ROUND: usize = 8;
+
 /// The first `k` rows `filter` keeps ordered by the number column `column` (with `flip`, the
-/// last `k`), reading only the row groups whose best key (from the footer's statistics,
-/// [`bounds`]) could still enter them, best groups first: their positions in the page's order,
-/// how many rows matched in the groups read, and whether every group was read (that count is
-/// then the result's count, else a lower bound). None when the column has no usable
+/// last `k`), reading only the pages (or row groups) whose best key (from the footer's
+/// statistics, [`bounds::units`]) could still enter them, best first: their positions in the
+/// page's order, how many rows matched in the units read, and whether every unit was read (that
+/// count is then the result's count, else a lower bound). None when the column has no usable
 /// statistics: [`sorted`] scans then.
 pub(crate) fn sorted_pruned(
     table: &Table,
@@ -346,26 +352,26 @@ pub(crate) fn sorted_pruned(
     k: usize,
     flip: bool,
 ) -> Result<Option<(Vec<u32>, u64, bool)>, ItemsError> {
-    let Some(bounds) = bounds::bounds(table, column, desc, flip) else {
+    let Some(units) = bounds::units(table, column, desc, flip) else {
         return Ok(None);
     };
     let key = |b: Bound| match b {
         Bound::Num(n) => KeyRef::Num(n),
         Bound::Nulls => KeyRef::Null,
     };
-    // A group's best position: its first row, or flipped (later rows first) its last.
-    let best_row = |g: usize| {
+    // A unit's best position: its first row, or flipped (later rows first) its last.
+    let best_row = |u: &Unit| {
         if flip {
-            table.starts[g + 1].saturating_sub(1) as u32
+            u.rows.end.saturating_sub(1) as u32
         } else {
-            table.starts[g] as u32
+            u.rows.start as u32
         }
     };
-    // Best bound first. Group numbers order as their rows do, so they stand for the rows.
-    let mut probe = TopK::new(bounds.len(), desc, flip);
-    for (g, b) in bounds.iter().enumerate() {
-        if table.group_rows(g) > 0 {
-            probe.offer(key(*b), g as u32);
+    // Best bound first. Units order as their rows do, so their numbers stand for the rows.
+    let mut probe = TopK::new(units.len(), desc, flip);
+    for (i, u) in units.iter().enumerate() {
+        if !u.rows.is_empty() {
+            probe.offer(key(u.bound), i as u32);
         }
     }
     let mut order = probe.into_positions();
@@ -374,26 +380,72 @@ pub(crate) fn sorted_pruned(
         order.reverse();
     }
     let mut top = TopK::new(k, desc, flip);
-    let (mut count, mut read, groups) = (0u64, 0usize, order.len());
-    for g in order.into_iter().map(|g| g as usize) {
-        if !top.could_take(key(bounds[g]), best_row(g)) {
-            continue;
-        }
-        read += 1;
-        count += scan(
-            table,
-            path,
-            filter,
-            Some(column),
-            g..g + 1,
-            &mut |batch, keep, base| {
-                let key = KeyColumn::of(batch, column);
-                for (r, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
-                    top.offer(key.key(r), base + r as u32);
-                }
-            },
-        )?;
+    let (mut count, mut read) = (0u64, 0usize);
+    let mut next = order.iter().map(|&i| &units[i as usize]).peekable();
+    while next.peek().is_some() {
+        // The next units that could still enter the page, read together.
+        let round: Vec<&Unit> = (&mut next)
+            .filter(|u| top.could_take(key(u.bound), best_row(u)))
+            .take(ROUND)
+            .collect();
+        read += round.len();
+        count += scan_units(table, path, filter, column, &round, &mut |k, pos| {
+            top.offer(k, pos)
+        })?;
     }
-    let all = read == groups || top.len() < k;
+    let all = read == order.len() || top.len() < k;
     Ok(Some((top.into_positions(), count, all)))
+}
+
+/// Calls `visit` with the key of `column` and the position of every row of `units` that
+/// `filter` keeps, in file order; returns how many it kept.
+fn scan_units(
+    table: &Table,
+    path: &Path,
+    filter: &Filter,
+    column: &str,
+    units: &[&Unit],
+    visit: &mut dyn FnMut(KeyRef<'_>, u32),
+) -> Result<u64, ItemsError> {
+    if units.is_empty() {
+        return Ok(0);
+    }
+    let mut ranges: Vec<&Range<u64>> = units.iter().map(|u| &u.rows).collect();
+    ranges.sort_unstable_by_key(|r| r.start);
+    let mut groups: Vec<usize> = units.iter().map(|u| u.group).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    // Within the groups read, select the units' rows and skip the rest.
+    let (mut selectors, mut positions) = (Vec::new(), Vec::new());
+    for &g in &groups {
+        let mut at = table.starts[g];
+        for r in ranges.iter().filter(|r| table.group_of(r.start) == g) {
+            if r.start > at {
+                selectors.push(RowSelector::skip((r.start - at) as usize));
+            }
+            selectors.push(RowSelector::select((r.end - r.start) as usize));
+            positions.extend(r.start as u32..r.end as u32);
+            at = r.end;
+        }
+        if table.starts[g + 1] > at {
+            selectors.push(RowSelector::skip((table.starts[g + 1] - at) as usize));
+        }
+    }
+    let mut columns = filter.columns();
+    columns.push(column.to_owned());
+    let reader = table.scan_selected(path, &columns, groups, Some(selectors.into()))?;
+    let (mut done, mut kept, mut keep) = (0usize, 0u64, Vec::new());
+    for batch in reader {
+        let batch = batch?;
+        keep.clear();
+        keep.resize(batch.num_rows(), true);
+        filter.apply(&batch, &mut keep);
+        let keys = KeyColumn::of(&batch, column);
+        for (r, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
+            visit(keys.key(r), positions[done + r]);
+            kept += 1;
+        }
+        done += batch.num_rows();
+    }
+    Ok(kept)
 }

@@ -1,5 +1,6 @@
 //! An `items.parquet` opened for queries: its footer read once (with the offset index, so a
-//! read of a few rows skips the pages that do not hold them), where each row group starts, and
+//! read of a few rows skips the pages that do not hold them, and the number columns' page
+//! statistics, which a sort's first page is pruned by), where each row group starts, and
 //! a second view of the same footer that reads low-cardinality text columns as dictionaries (a
 //! scan of `status` or `group.model` compares small integer keys, never materialising
 //! 10^7 strings).
@@ -11,10 +12,12 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::arrow::ProjectionMask;
-use parquet::file::metadata::PageIndexPolicy;
+use parquet::basic::Type as PhysicalType;
+use parquet::file::metadata::{ColumnChunkMask, PageIndexPolicy};
 
 use crate::ItemsError;
 
@@ -36,6 +39,21 @@ impl Table {
     pub(crate) fn open(path: &Path) -> Result<Table, ItemsError> {
         let file = File::open(path).map_err(|e| ItemsError::io(path, e))?;
         let options = ArrowReaderOptions::new().with_offset_index_policy(PageIndexPolicy::Optional);
+        // The page statistics of the number columns, which a sort's first page is pruned by;
+        // a text column's (ids, reasonings) would cost memory and prune nothing.
+        let footer = ArrowReaderMetadata::load(&file, options.clone())?;
+        let numbers = (footer
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter())
+        .enumerate()
+        .filter(|(_, c)| c.physical_type() != PhysicalType::BYTE_ARRAY)
+        .map(|(i, _)| i);
+        let options = options
+            .with_column_index_policy(PageIndexPolicy::Optional)
+            .with_column_index_mask(ColumnChunkMask::columns(numbers));
         let plain = ArrowReaderMetadata::load(&file, options.clone())?;
         let dict = || DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
         let hinted: Vec<Field> = (plain.schema().fields().iter())
@@ -70,11 +88,6 @@ impl Table {
             dict,
             starts,
         })
-    }
-
-    /// The rows of row group `g`.
-    pub(crate) fn group_rows(&self, g: usize) -> u64 {
-        self.starts[g + 1] - self.starts[g]
     }
 
     /// The footer's size in memory.
@@ -112,17 +125,33 @@ impl Table {
         path: &Path,
         columns: &[String],
         groups: Range<usize>,
-    ) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, ItemsError> {
+    ) -> Result<ParquetRecordBatchReader, ItemsError> {
+        self.scan_selected(path, columns, groups.collect(), None)
+    }
+
+    /// A reader of `columns` over the row groups `groups` (ascending), only the rows of
+    /// `selection` in them when given.
+    pub(crate) fn scan_selected(
+        &self,
+        path: &Path,
+        columns: &[String],
+        groups: Vec<usize>,
+        selection: Option<RowSelection>,
+    ) -> Result<ParquetRecordBatchReader, ItemsError> {
         let file = File::open(path).map_err(|e| ItemsError::io(path, e))?;
         let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.dict.clone());
         let indices = (builder.schema().fields().iter().enumerate())
             .filter(|(_, f)| columns.contains(f.name()))
             .map(|(i, _)| i);
         let mask = ProjectionMask::roots(builder.parquet_schema(), indices);
-        Ok(builder
-            .with_row_groups(groups.collect())
+        let builder = builder
+            .with_row_groups(groups)
             .with_projection(mask)
-            .with_batch_size(crate::ROWS_PER_GROUP)
-            .build()?)
+            .with_batch_size(crate::ROWS_PER_GROUP);
+        Ok(match selection {
+            Some(selection) => builder.with_row_selection(selection),
+            None => builder,
+        }
+        .build()?)
     }
 }

@@ -480,6 +480,11 @@ fn pruning_by_statistics_finds_the_rows_a_full_scan_finds_at_both_ends() {
     let path = dir.path().join("items.parquet");
     let table = table::Table::open(&path).unwrap();
     assert!(table.starts.len() > 3, "several row groups");
+    let pages = bounds::units(&table, "latency_ms", true, false).expect("a page index");
+    assert!(
+        pages.len() > 2 * (table.starts.len() - 1),
+        "pages, not row groups"
+    );
     for filter in ["", "status=ok", "tag=rude"] {
         let f = filter::Filter::resolve(&params(filter), table.schema()).unwrap();
         // latency_ms has nulls (the skipped rows): they come last, so first when flipped.
