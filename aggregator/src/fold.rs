@@ -37,7 +37,7 @@ pub(crate) struct Tracked {
     /// The folded records; None when the file could not be created or written (the report
     /// then replays the result logs).
     kept: Option<Arc<Spill>>,
-    /// `items.parquet` being written from `kept`, in the run's report directory.
+    /// `items.parquet` being written from `kept` (beside the result logs until complete).
     ahead: Option<ItemsAhead>,
     /// The folded records, durable (what the events are acknowledged against).
     log: ResultLog,
