@@ -200,6 +200,8 @@ impl Started {
         if same {
             // A thread that has ended already has its error waiting in `join`.
             let _ = tx.send(());
+        } else {
+            self.stop.store(true, Ordering::Relaxed);
         }
         drop(tx);
         let ended = thread.join().unwrap_or_else(|_| {

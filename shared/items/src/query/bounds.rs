@@ -50,7 +50,7 @@ pub(crate) fn units(table: &Table, column: &str, desc: bool, flip: bool) -> Opti
     pages(table, &converter, desc, flip).or_else(|| groups(table, &converter, desc, flip))
 }
 
-/// A row group's units: the row group itself.
+/// One unit per row group, from the row groups' statistics.
 fn groups(
     table: &Table,
     converter: &StatisticsConverter<'_>,
