@@ -425,35 +425,33 @@ mod tests {
             let json = serde_json::to_vec(&record(i)).unwrap();
             spill.put(i, Outcome::Failed, &json).unwrap();
         };
+        // The indexes a pass hands out, and where it stopped.
+        let from = |first: u64, until_gap: bool| {
+            let mut seen = Vec::new();
+            let next = spill
+                .for_each_from(first, until_gap, &mut |rec| {
+                    seen.push(rec.index);
+                    Ok(())
+                })
+                .unwrap();
+            (seen, next)
+        };
         (0..2000).filter(|i| *i != 1500).for_each(put);
-        let mut seen = Vec::new();
-        let mut collect = |rec: &ResultRecord| {
-            seen.push(rec.index);
-            Ok(())
-        };
         // Kept but not flushed yet: the stream flushes what it reads.
-        assert_eq!(spill.for_each_from(0, true, &mut collect).unwrap(), 1500);
+        assert_eq!(from(0, true), ((0..1500).collect(), 1500));
         put(1500);
-        assert_eq!(spill.for_each_from(1500, true, &mut collect).unwrap(), 2000);
-        assert_eq!(seen, (0..2000).collect::<Vec<_>>(), "each once, in order");
+        assert_eq!(from(1500, true), ((1500..2000).collect(), 2000));
         put(2500);
-        seen.clear();
-        let mut collect = |rec: &ResultRecord| {
-            seen.push(rec.index);
-            Ok(())
-        };
         assert_eq!(
-            spill.for_each_from(1990, false, &mut collect).unwrap(),
-            2501
+            from(1990, false),
+            ((1990..2000).chain([2500]).collect(), 2501)
         );
-        assert_eq!(seen, (1990..2000).chain([2500]).collect::<Vec<_>>());
-        seen.clear();
-        let mut collect = |rec: &ResultRecord| {
-            seen.push(rec.index);
-            Ok(())
-        };
+        let mut seen = Vec::new();
         spill
-            .for_each_where(&|i| i % 500 == 0 || i == 7, &mut collect)
+            .for_each_where(&|i| i % 500 == 0 || i == 7, &mut |rec| {
+                seen.push(rec.index);
+                Ok(())
+            })
             .unwrap();
         assert_eq!(seen, [0, 7, 500, 1000, 1500, 2500]);
     }
